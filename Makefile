@@ -1,0 +1,41 @@
+# shiro — a terminal coding agent whose tools run in a container.
+# `make` lists the targets.
+
+GO      ?= go
+BIN     := bin/shiro
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/shiroagent/shiro/cmd/shiro/cli.Version=$(VERSION)
+export CGO_ENABLED = 0
+
+.PHONY: help build run test test-unit bench image lint deps clean
+
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/shiro (static, so it can be copied into any sandbox image)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shiro
+
+run: build ## build, then start shiro in the current directory
+	./$(BIN)
+
+deps: ## install the Debian packages the tests need (when missing)
+	./scripts/deps.sh
+
+image: build ## build the default sandbox image (Dockerfile, or offline from Debian packages)
+	./$(BIN) image build --if-missing
+
+test: deps image ## install what is missing, build the image if missing, run every test
+	CGO_ENABLED=1 SHIRO_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 25m ./...
+
+test-unit: ## the tests that need neither Docker nor extra packages
+	SHIRO_SKIP_DOCKER=1 $(GO) test ./...
+
+bench: deps image ## measure the sandbox and tools against baselines from the same run
+	SHIRO_BIN=$(CURDIR)/$(BIN) $(GO) run ./integration/bench
+
+lint: ## gofmt, go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+clean: ## remove build output
+	rm -rf bin

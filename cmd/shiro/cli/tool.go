@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/tools"
+)
+
+// ToolOptions are the inputs of `shiro tool NAME JSON`.
+type ToolOptions struct {
+	Name    string
+	Input   string
+	Sandbox *SandboxFlags
+}
+
+// NewCmdTool builds `shiro tool`: run one tool exactly as the model would.
+func NewCmdTool(f *Factory, sf *SandboxFlags, runF func(*ToolOptions) error) *cobra.Command {
+	opts := &ToolOptions{Sandbox: sf}
+	cmd := &cobra.Command{
+		Use:   "tool NAME [JSON]",
+		Short: "Run one tool exactly as the model would and print its result",
+		Long: `Run one tool exactly as the model would. The result text the model would
+see goes to stdout; live command output goes to stderr.
+
+Exit status: 0 for a result, 1 for a tool error, 2 for bad JSON or an
+unknown tool. ctrl-c kills a running command's whole process tree.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usagef("want a tool name and its JSON input, e.g. shiro tool bash '{\"command\":\"ls\"}'")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			opts.Input = "{}"
+			if len(args) == 2 {
+				opts.Input = args[1]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runTool(cmd, f, opts)
+		},
+	}
+	return cmd
+}
+
+func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
+	tool := tools.Lookup(opts.Name)
+	if tool == nil {
+		return usagef("unknown tool %q (see `shiro tools`)", opts.Name)
+	}
+	input := []byte(opts.Input)
+	if !json.Valid(input) {
+		var v any
+		err := json.Unmarshal(input, &v)
+		return usagef("the input for %s is not valid JSON: %v", opts.Name, err)
+	}
+	if c := bytes.TrimSpace(input); len(c) == 0 || c[0] != '{' {
+		return usagef("the input for %s must be a JSON object", opts.Name)
+	}
+	ws, err := f.workspace()
+	if err != nil {
+		return err
+	}
+	cfg, err := opts.Sandbox.config(f, ws)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return fmt.Errorf("open the workspace: %w", err)
+	}
+	defer root.Close()
+	sb := orchestrator.NewLazy(cfg)
+	defer sb.Close()
+	env := &tools.Env{
+		Workspace: ws,
+		Root:      root,
+		Sandbox:   sb,
+		Output: func(_ string, chunk []byte) {
+			f.ErrOut.Write(chunk) //nolint:errcheck // live output is best effort
+		},
+	}
+	ctx := cmd.Context()
+	res, err := tool.Run(ctx, env, input)
+	if err != nil {
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), err)
+		}
+		return err
+	}
+	fmt.Fprintln(f.Out, res.Text)
+	if res.IsError {
+		return errSilent(1)
+	}
+	return nil
+}

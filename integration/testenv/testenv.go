@@ -1,0 +1,141 @@
+// Package testenv gives Docker-backed tests what they need: a reachable
+// engine (a skip on a laptop without one, a failure under CI=true), a static
+// shiro binary to run and copy into containers, and the default image.
+package testenv
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/shiroagent/shiro/images"
+)
+
+// InCI reports whether the tests run under CI, where nothing may be skipped
+// for a missing dependency.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// RequireDocker skips the test when no engine answers, or fails it in CI.
+func RequireDocker(t testing.TB) *client.Client {
+	t.Helper()
+	if os.Getenv("SHIRO_SKIP_DOCKER") == "1" && !InCI() {
+		t.Skip("SHIRO_SKIP_DOCKER=1")
+	}
+	api, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
+	}
+	if err != nil {
+		if InCI() {
+			t.Fatalf("CI=true and the Docker engine is unreachable: %v", err)
+		}
+		t.Skipf("no Docker engine: %v", err)
+	}
+	t.Cleanup(func() { api.Close() })
+	return api
+}
+
+// RequireImage fails the test when the default image is missing: `make
+// test` builds it first.
+func RequireImage(t testing.TB, api *client.Client) string {
+	t.Helper()
+	if _, err := api.ImageInspect(context.Background(), images.Tag()); err != nil {
+		t.Fatalf("the sandbox image %s is missing (make image builds it): %v", images.Tag(), err)
+	}
+	return images.Tag()
+}
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Binary returns a static shiro binary: $SHIRO_BIN when set (make test
+// builds one), else one built once per test process.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("SHIRO_BIN"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		repo := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "shiro-testbin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "shiro")
+		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/shiro")
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = &buildError{out: string(out), err: err}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build shiro: %v", buildErr)
+	}
+	return buildPath
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// Workspace makes an empty workspace directory and removes the containers
+// shiro makes for it when the test ends.
+func Workspace(t testing.TB, api *client.Client) string {
+	t.Helper()
+	ws := t.TempDir()
+	t.Cleanup(func() { RemoveContainers(t, api, ws) })
+	return ws
+}
+
+// RemoveContainers force-removes every managed container of a workspace.
+func RemoveContainers(t testing.TB, api *client.Client, ws string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := client.Filters{}.Add("label", "dev.shiro.workspace="+ws)
+	res, err := api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Logf("list containers of %s: %v", ws, err)
+		return
+	}
+	for _, c := range res.Items {
+		if _, err := api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+			t.Logf("remove %s: %v", c.ID, err)
+		}
+	}
+}
+
+// ContainerIDs lists the ids of a workspace's managed containers.
+func ContainerIDs(t testing.TB, api *client.Client, ws string) []string {
+	t.Helper()
+	f := client.Filters{}.Add("label", "dev.shiro.workspace="+ws)
+	res, err := api.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatalf("list containers of %s: %v", ws, err)
+	}
+	ids := make([]string, len(res.Items))
+	for i, c := range res.Items {
+		ids[i] = c.ID
+	}
+	return ids
+}

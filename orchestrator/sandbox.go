@@ -1,0 +1,145 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/docker"
+	"github.com/shiroagent/shiro/sandbox/local"
+)
+
+// SandboxConfig chooses and configures the sandbox of a session.
+type SandboxConfig struct {
+	Workspace string
+	// NoSandbox runs commands on the host.
+	NoSandbox bool
+	// Image is a local image reference; empty means the default image.
+	Image string
+	// Env lists NAME (value taken from the host) or NAME=value entries.
+	Env []string
+	// Limits; zero means the default.
+	Memory int64
+	CPUs   float64
+	Pids   int64
+	// Network is "bridge" (default) or "none".
+	Network string
+	// Idle stops the container after this long with nothing running.
+	Idle time.Duration
+	// Version is shiro's version, recorded on the container.
+	Version string
+	// Progress receives start-up progress (image builds, container creation).
+	Progress io.Writer
+	// LookupEnv reads the host environment; default os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// ResolveEnv turns --env entries into NAME=value pairs: a bare NAME takes
+// the host's value (and is skipped when unset), NAME=value is passed as is.
+func ResolveEnv(entries []string, lookup func(string) (string, bool)) ([]string, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		name, _, hasValue := strings.Cut(e, "=")
+		if name == "" || strings.ContainsAny(name, " \t\n") {
+			return nil, fmt.Errorf("--env %q: want NAME or NAME=value", e)
+		}
+		if hasValue {
+			out = append(out, e)
+			continue
+		}
+		if v, ok := lookup(name); ok {
+			out = append(out, name+"="+v)
+		}
+	}
+	return out, nil
+}
+
+// OpenSandbox opens the session's sandbox: the workspace's container, or the
+// host with NoSandbox. The default image is built (offline when no registry
+// answers) the first time it is needed.
+func OpenSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error) {
+	if cfg.NoSandbox {
+		env, err := ResolveEnv(cfg.Env, cfg.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		return local.New(cfg.Workspace, local.WithEnv(env))
+	}
+	eng, sb, err := OpenDocker(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &ownedEngine{Sandbox: sb, eng: eng}, nil
+}
+
+// OpenDocker connects to the engine and opens the workspace's container
+// session. The caller closes both.
+func OpenDocker(ctx context.Context, cfg SandboxConfig) (*docker.Engine, *docker.Sandbox, error) {
+	env, err := ResolveEnv(cfg.Env, cfg.LookupEnv)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	image := cfg.Image
+	if image == "" {
+		image = images.Tag()
+		if err := ensureDefaultImage(ctx, eng, cfg.Progress); err != nil {
+			eng.Close()
+			return nil, nil, err
+		}
+	}
+	sb, err := eng.Open(ctx, docker.Options{
+		Workspace:    cfg.Workspace,
+		Image:        image,
+		Env:          env,
+		Memory:       cfg.Memory,
+		CPUs:         cfg.CPUs,
+		Pids:         cfg.Pids,
+		Network:      cfg.Network,
+		IdleTimeout:  cfg.Idle,
+		Version:      cfg.Version,
+		Progress:     cfg.Progress,
+		HelperBinary: os.Getenv("SHIRO_HELPER"),
+	})
+	if err != nil {
+		eng.Close()
+		return nil, nil, err
+	}
+	return eng, sb, nil
+}
+
+// ownedEngine closes the engine connection with the session.
+type ownedEngine struct {
+	*docker.Sandbox
+	eng *docker.Engine
+}
+
+func (o *ownedEngine) Close() error {
+	err := o.Sandbox.Close()
+	o.eng.Close()
+	return err
+}
+
+// ensureDefaultImage builds the default image when it is missing.
+func ensureDefaultImage(ctx context.Context, eng *docker.Engine, progress io.Writer) error {
+	ok, err := docker.ImageExists(ctx, eng.API(), images.Tag())
+	if err != nil || ok {
+		return err
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	fmt.Fprintf(progress, "building the sandbox image %s (once)\n", images.Tag())
+	return docker.BuildDefaultImageAuto(ctx, eng.API(), docker.BuildOptions{Progress: progress})
+}

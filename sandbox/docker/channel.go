@@ -1,0 +1,104 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/shiroagent/shiro/sandbox/helper"
+)
+
+// channel is one long-lived exec of the helper carrying every command of a
+// session over its stdin and stdout.
+type channel struct {
+	client *helper.Client
+	conn   client.HijackedResponse
+	demux  chan struct{} // closed when the output demultiplexer stops
+}
+
+// baseEnv is the environment every command starts from.
+func baseEnv(opts Options) []string {
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=" + homeDir,
+		"LANG=C.UTF-8",
+		"TERM=dumb",
+		"SHIRO_SANDBOX=docker",
+	}
+	if name := opts.UserName; name != "" {
+		env = append(env, "USER="+name, "LOGNAME="+name)
+	}
+	return append(env, opts.Env...)
+}
+
+// openChannel starts `helper serve` in the container and connects a client
+// to it. stderr receives the helper's own diagnostics.
+func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Options, session string, stderr io.Writer) (*channel, error) {
+	exec, err := e.api.ExecCreate(ctx, c.id, client.ExecCreateOptions{
+		User:         strconv.Itoa(opts.UID) + ":" + strconv.Itoa(opts.GID),
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		Env:          baseEnv(opts),
+		WorkingDir:   opts.Workspace,
+		Cmd:          []string{h.helperPath(), "helper", "serve", "--session", session},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start the command channel in %s: %w", c.name, err)
+	}
+	att, err := e.api.ExecAttach(ctx, exec.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("attach the command channel in %s: %w", c.name, err)
+	}
+	pr, pw := io.Pipe()
+	ch := &channel{conn: att.HijackedResponse, demux: make(chan struct{})}
+	go func() {
+		defer close(ch.demux)
+		_, err := stdcopy.StdCopy(pw, stderr, att.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		pw.CloseWithError(err)
+	}()
+	ch.client = helper.NewClient(pr, closeWriter{&ch.conn})
+	return ch, nil
+}
+
+// close ends the session: the helper sees EOF on its stdin, kills every
+// process the session started and exits.
+func (ch *channel) close() error {
+	_ = ch.conn.CloseWrite()
+	select {
+	case <-ch.demux:
+	case <-time.After(3 * time.Second):
+	}
+	ch.conn.Close()
+	<-ch.demux
+	ch.client.Close() //nolint:errcheck // its writer is already half-closed; nothing new to report
+	return nil
+}
+
+// broken reports whether the channel can no longer carry commands.
+func (ch *channel) broken() bool {
+	select {
+	case <-ch.client.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// closeWriter turns Close into a half-close of the hijacked connection, so
+// the helper reads EOF while its last messages can still arrive.
+type closeWriter struct{ h *client.HijackedResponse }
+
+func (w closeWriter) Write(p []byte) (int, error) { return w.h.Conn.Write(p) }
+func (w closeWriter) Close() error {
+	_ = w.h.CloseWrite() // a second close, or one after the conn died, changes nothing
+	return nil
+}

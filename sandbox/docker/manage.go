@@ -1,0 +1,173 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// ContainerInfo describes one managed container for `shiro sandbox ls`.
+type ContainerInfo struct {
+	Workspace string    `json:"workspace"`
+	Container string    `json:"container"`
+	ID        string    `json:"id"`
+	Image     string    `json:"image"`
+	State     string    `json:"state"`
+	Created   time.Time `json:"created"`
+	LastUsed  time.Time `json:"lastUsed,omitzero"`
+	// Orphaned is set when the workspace directory no longer exists.
+	Orphaned bool `json:"orphaned,omitempty"`
+}
+
+// List returns shiro's containers, for one workspace or (ws == "") all.
+func (e *Engine) List(ctx context.Context, ws string) ([]ContainerInfo, error) {
+	f := client.Filters{}.Add("label", LabelManaged+"=true")
+	if ws != "" {
+		f = f.Add("label", LabelWorkspace+"="+ws)
+	}
+	res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list sandbox containers: %w", err)
+	}
+	out := make([]ContainerInfo, 0, len(res.Items))
+	for _, c := range res.Items {
+		info := ContainerInfo{
+			Workspace: c.Labels[LabelWorkspace],
+			ID:        c.ID,
+			Image:     c.Labels[LabelImage],
+			State:     string(c.State),
+			Created:   time.Unix(c.Created, 0),
+		}
+		if len(c.Names) > 0 {
+			info.Container = strings.TrimPrefix(c.Names[0], "/")
+		}
+		if info.Image == "" {
+			info.Image = c.Image
+		}
+		if _, err := os.Stat(info.Workspace); errors.Is(err, os.ErrNotExist) {
+			info.Orphaned = true
+		}
+		if st, err := e.api.ContainerStatPath(ctx, c.ID, client.ContainerStatPathOptions{Path: lastUsedPath}); err == nil {
+			info.LastUsed = st.Stat.Mtime
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Workspace != out[j].Workspace {
+			return out[i].Workspace < out[j].Workspace
+		}
+		return out[i].Created.After(out[j].Created)
+	})
+	return out, nil
+}
+
+// lastUsedPath is touched by the helper each time a session opens.
+const lastUsedPath = helperDir + "/last-used"
+
+// Stop stops the given containers (by id), giving each a few seconds.
+func (e *Engine) Stop(ctx context.Context, ids ...string) error {
+	var errs []error
+	timeout := 3
+	for _, id := range ids {
+		if _, err := e.api.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop %s: %w", short(id), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Remove force-removes the given containers (by id).
+func (e *Engine) Remove(ctx context.Context, ids ...string) error {
+	var errs []error
+	for _, id := range ids {
+		if _, err := e.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", short(id), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PruneReport says what Prune removed (or would remove, on a dry run).
+type PruneReport struct {
+	Containers []ContainerInfo `json:"containers"`
+	Volumes    []string        `json:"volumes"`
+}
+
+// Prune removes stopped managed containers, running ones whose workspace is
+// gone, and home volumes no container uses whose workspace is gone.
+func (e *Engine) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
+	all, err := e.List(ctx, "")
+	if err != nil {
+		return PruneReport{}, err
+	}
+	var rep PruneReport
+	keepWorkspaces := map[string]bool{}
+	for _, c := range all {
+		if c.Orphaned || c.State != string(container.StateRunning) {
+			rep.Containers = append(rep.Containers, c)
+			continue
+		}
+		keepWorkspaces[c.Workspace] = true
+	}
+	ids := make([]string, len(rep.Containers))
+	for i, c := range rep.Containers {
+		ids[i] = c.ID
+	}
+	vols, err := e.api.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("label", LabelManaged+"=true")})
+	if err != nil {
+		return rep, fmt.Errorf("list sandbox volumes: %w", err)
+	}
+	var volErrs []error
+	for _, v := range vols.Items {
+		ws := v.Labels[LabelWorkspace]
+		if _, err := os.Stat(ws); ws == "" || !errors.Is(err, os.ErrNotExist) || keepWorkspaces[ws] {
+			continue
+		}
+		rep.Volumes = append(rep.Volumes, v.Name)
+	}
+	if dryRun {
+		return rep, nil
+	}
+	if err := e.Remove(ctx, ids...); err != nil {
+		return rep, err
+	}
+	for _, name := range rep.Volumes {
+		if _, err := e.api.VolumeRemove(ctx, name, client.VolumeRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			volErrs = append(volErrs, fmt.Errorf("remove volume %s: %w", name, err))
+		}
+	}
+	return rep, errors.Join(volErrs...)
+}
+
+// sweep is the start-up reconciliation: stopped managed containers whose
+// workspace no longer exists are removed. Failures are ignored; prune
+// reports them.
+func (e *Engine) sweep(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	f := client.Filters{}.Add("label", LabelManaged+"=true").Add("status", "exited", "created", "dead")
+	res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return
+	}
+	for _, c := range res.Items {
+		if _, err := os.Stat(c.Labels[LabelWorkspace]); errors.Is(err, os.ErrNotExist) {
+			_, _ = e.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+		}
+	}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

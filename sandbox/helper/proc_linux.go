@@ -1,0 +1,77 @@
+package helper
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const supported = true
+
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+func killGroup(pgid int) error {
+	if err := unix.Kill(-pgid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("kill group %d: %w", pgid, err)
+	}
+	return nil
+}
+
+// killMatching sends SIGKILL to every other process whose environment
+// matches and returns how many it signalled.
+func killMatching(match func(environ []byte) bool) (int, error) {
+	pids, err := listPids()
+	if err != nil {
+		return 0, err
+	}
+	self := os.Getpid()
+	n := 0
+	for _, pid := range pids {
+		if pid == self {
+			continue
+		}
+		// A zombie's environ is empty; a vanished or foreign process errors.
+		environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil || !match(environ) {
+			continue
+		}
+		if err := unix.Kill(pid, unix.SIGKILL); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// listPids lists the processes in /proc.
+func listPids() ([]int, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list /proc: %w", err)
+	}
+	pids := make([]int, 0, len(names))
+	for _, name := range names {
+		if pid, err := strconv.Atoi(name); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// exitStatus returns the exit code, or 128+signal and the signal's name.
+func exitStatus(ps *os.ProcessState) (int, string) {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), unix.SignalName(ws.Signal())
+	}
+	return ps.ExitCode(), ""
+}

@@ -1,0 +1,408 @@
+package helper
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shiroagent/shiro/sandbox"
+)
+
+// DefaultPipeGrace is how long Wait lets the output pipes reach EOF after a
+// command's main process ended. A background child that still holds them
+// does not keep the call open longer than that.
+const DefaultPipeGrace = 250 * time.Millisecond
+
+// Runner starts commands for one session. Each command gets the marker
+// "<sessionID>.<seq>" in MarkerEnv, so that one command's tree or the whole
+// session can be killed. A Runner is safe for concurrent use.
+type Runner struct {
+	sessionID string
+	env       []string
+	dir       string
+	grace     time.Duration
+	oomFiles  []string
+	seq       atomic.Uint64
+}
+
+// RunnerOption configures a Runner.
+type RunnerOption func(*Runner)
+
+// WithEnv sets the base environment of every command (default os.Environ()).
+// A MarkerEnv entry in it is dropped.
+func WithEnv(env []string) RunnerOption {
+	return func(r *Runner) { r.env = env }
+}
+
+// WithDir sets the directory of commands without Dir; a relative
+// Command.Dir is taken from it. Default: the current directory.
+func WithDir(dir string) RunnerOption {
+	return func(r *Runner) { r.dir = dir }
+}
+
+// WithPipeGrace overrides DefaultPipeGrace.
+func WithPipeGrace(d time.Duration) RunnerOption {
+	return func(r *Runner) { r.grace = d }
+}
+
+// NewRunner returns a Runner for sessionID (see ValidateSessionID).
+func NewRunner(sessionID string, opts ...RunnerOption) (*Runner, error) {
+	if err := ValidateSessionID(sessionID); err != nil {
+		return nil, fmt.Errorf("new runner: %w", err)
+	}
+	r := &Runner{sessionID: sessionID, env: os.Environ(), grace: DefaultPipeGrace, oomFiles: oomFiles}
+	for _, o := range opts {
+		o(r)
+	}
+	r.env = withoutMarker(r.env)
+	return r, nil
+}
+
+// NewSessionID returns a random session ID.
+func NewSessionID() string {
+	return strings.ToLower(rand.Text()[:16])
+}
+
+// ValidateSessionID reports a session ID that cannot prefix markers: it must
+// be 1 to 64 characters from [A-Za-z0-9_-], so that no session's prefix
+// "<id>." is a prefix of another's.
+func ValidateSessionID(id string) error {
+	if id == "" || len(id) > 64 {
+		return fmt.Errorf("session id %q: want 1 to 64 characters", id)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("session id %q: only letters, digits, _ and - allowed", id)
+		}
+	}
+	return nil
+}
+
+// SessionID returns the session the Runner's markers belong to.
+func (r *Runner) SessionID() string { return r.sessionID }
+
+// KillSession kills every process started by this Runner's session,
+// including background processes of commands that already ended.
+func (r *Runner) KillSession() error { return KillSession(r.sessionID) }
+
+// Run starts cmd and waits for it: Start then Process.Wait. A command that
+// cannot start (no such binary, no shell, missing directory) is an error
+// without a Result; errors.Is finds exec.ErrNotFound, sandbox.ErrNoShell or
+// fs.ErrNotExist in it.
+func (r *Runner) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	p, err := r.Start(ctx, cmd)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return sandbox.Result{Interrupted: true}, err
+		}
+		return sandbox.Result{}, err
+	}
+	return p.Wait()
+}
+
+// Start starts cmd. Cancelling ctx kills the command's tree (as does
+// cmd.Timeout); the caller must call Wait.
+//
+// Stdout and Stderr receive each chunk as it arrives, from two goroutines
+// that never call them at the same time (one writer may serve both). A
+// writer that fails stops receiving; the command goes on and Wait reports the
+// error. Stdin, when set, is copied to the command until EOF; after the
+// command ended its copy stops at the next chunk, but a Read already blocked
+// on Stdin keeps the copying goroutine until it returns.
+func (r *Runner) Start(ctx context.Context, cmd sandbox.Command) (*Process, error) {
+	if !supported {
+		return nil, fmt.Errorf("start command: %w", errors.ErrUnsupported)
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, fmt.Errorf("start command: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, shell, err := r.command(cmd)
+	if err != nil {
+		return nil, err
+	}
+	marker := r.sessionID + "." + strconv.FormatUint(r.seq.Add(1), 10)
+	c.Env = append(c.Env, MarkerEntry(marker))
+	p := &Process{
+		ctx:      ctx,
+		marker:   marker,
+		shell:    shell,
+		timeout:  cmd.Timeout,
+		grace:    r.grace,
+		oomFiles: r.oomFiles,
+		exited:   make(chan struct{}),
+		drained:  make(chan struct{}),
+	}
+	if err := p.start(c, cmd); err != nil {
+		return nil, fmt.Errorf("start %s: %w", c.Args[0], err)
+	}
+	return p, nil
+}
+
+// command builds the exec.Cmd for cmd, without its streams and marker.
+func (r *Runner) command(cmd sandbox.Command) (*exec.Cmd, string, error) {
+	var c *exec.Cmd
+	var shell string
+	if len(cmd.Args) > 0 {
+		c = exec.Command(cmd.Args[0], cmd.Args[1:]...)
+		if c.Err != nil {
+			return nil, "", fmt.Errorf("start %s: %w", cmd.Args[0], c.Err)
+		}
+	} else {
+		path, name, err := lookShell()
+		if err != nil {
+			return nil, "", err
+		}
+		c = &exec.Cmd{Path: path, Args: []string{name, "-" + shellFlags[name], cmd.Shell}}
+		shell = name
+	}
+	c.Dir = r.dir
+	if cmd.Dir != "" {
+		c.Dir = cmd.Dir
+		if !filepath.IsAbs(cmd.Dir) && r.dir != "" {
+			c.Dir = filepath.Join(r.dir, cmd.Dir)
+		}
+	}
+	c.Env = make([]string, 0, len(r.env)+len(cmd.Env)+2)
+	c.Env = append(c.Env, r.env...)
+	c.Env = append(c.Env, withoutMarker(cmd.Env)...)
+	if c.Dir != "" {
+		// The SysProcAttr we set turns off os.StartProcess's own check, which
+		// would otherwise report a missing directory as a missing binary.
+		fi, err := os.Stat(c.Dir)
+		if err != nil {
+			return nil, "", fmt.Errorf("working directory: %w", err)
+		}
+		if !fi.IsDir() {
+			return nil, "", fmt.Errorf("working directory %s: not a directory", c.Dir)
+		}
+		if abs, err := filepath.Abs(c.Dir); err == nil {
+			c.Env = append(c.Env, "PWD="+abs)
+		}
+	}
+	c.SysProcAttr = sysProcAttr()
+	return c, shell, nil
+}
+
+var shellFlags = map[string]string{"bash": "lc", "sh": "c"}
+
+// lookShell finds bash, else sh.
+func lookShell() (path, name string, err error) {
+	for _, name := range []string{"bash", "sh"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path, name, nil
+		}
+	}
+	return "", "", sandbox.ErrNoShell
+}
+
+// MarkerEntry is the environment entry that marks a process with marker.
+func MarkerEntry(marker string) string { return sandbox.MarkerEnv + "=" + marker }
+
+func withoutMarker(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, sandbox.MarkerEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Process is a started command.
+type Process struct {
+	ctx      context.Context
+	marker   string
+	shell    string
+	timeout  time.Duration
+	grace    time.Duration
+	oomFiles []string
+
+	cmd       *exec.Cmd
+	started   time.Time
+	oomBefore uint64
+	oomKnown  bool
+
+	stdout, stderr *os.File // read ends
+	stdin          *os.File // write end, when Stdin is copied
+	outMu          sync.Mutex
+	writeErr       error
+
+	exited  chan struct{} // closed when cmd.Wait returned
+	waitErr error
+	drained chan struct{} // closed when both output readers stopped
+}
+
+func (p *Process) start(c *exec.Cmd, cmd sandbox.Command) (err error) {
+	var files []*os.File // ours to close whatever happens
+	defer func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return err
+	}
+	c.Stdout, c.Stderr = outW, errW
+	var inW *os.File
+	switch in := cmd.Stdin.(type) {
+	case nil:
+	case *os.File:
+		c.Stdin = in
+	default:
+		var inR *os.File
+		if inR, inW, err = pipe(); err != nil {
+			return err
+		}
+		c.Stdin = inR
+	}
+
+	p.oomBefore, p.oomKnown = readOOMKills(p.oomFiles)
+	p.started = time.Now()
+	if err := c.Start(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) { // the directory exists: the binary (or its interpreter) does not
+			err = &exec.Error{Name: c.Args[0], Err: exec.ErrNotFound}
+		}
+		return err
+	}
+	p.cmd = c
+	p.stdout, p.stderr, p.stdin = outR, errR, inW
+	files = []*os.File{outW, errW} // the child's ends; the child holds its copies
+	if inW != nil {
+		files = append(files, c.Stdin.(*os.File))
+	}
+
+	go func() {
+		p.waitErr = c.Wait()
+		close(p.exited)
+	}()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go p.drain(&wg, outR, cmd.Stdout)
+	go p.drain(&wg, errR, cmd.Stderr)
+	go func() {
+		wg.Wait()
+		close(p.drained)
+	}()
+	if inW != nil {
+		go func() {
+			_, _ = io.Copy(inW, cmd.Stdin)
+			_ = inW.Close()
+		}()
+	}
+	return nil
+}
+
+func (p *Process) drain(wg *sync.WaitGroup, f *os.File, w io.Writer) {
+	defer wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 && w != nil {
+			p.outMu.Lock()
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				w = nil
+				if p.writeErr == nil {
+					p.writeErr = werr
+				}
+			}
+			p.outMu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Marker returns the value of MarkerEnv in the command's environment.
+func (p *Process) Marker() string { return p.marker }
+
+// Pid returns the main process's pid (also its process group).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Kill kills the command's tree: its process group, then every process that
+// carries its marker. It does not wait for Wait.
+func (p *Process) Kill() error { return killTree(p.cmd.Process.Pid, p.marker) }
+
+// Wait waits for the command's main process to exit (killing the tree first
+// when the context is cancelled or the timeout passes), gives the output
+// pipes the pipe grace to reach EOF, closes them and returns how the command
+// ended. On cancellation it returns the Result (Interrupted set) with the
+// context's error. Wait must be called exactly once.
+func (p *Process) Wait() (sandbox.Result, error) {
+	res := sandbox.Result{Shell: p.shell}
+	var err error
+	var timeout <-chan time.Time
+	if p.timeout > 0 {
+		t := time.NewTimer(time.Until(p.started.Add(p.timeout)))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-p.exited:
+	case <-timeout:
+		res.TimedOut = true
+		_ = p.Kill()
+	case <-p.ctx.Done():
+		res.Interrupted = true
+		err = p.ctx.Err()
+		_ = p.Kill()
+	}
+	<-p.exited
+
+	grace := time.NewTimer(p.grace)
+	select {
+	case <-p.drained:
+	case <-grace.C:
+	}
+	grace.Stop()
+	_ = p.stdout.Close()
+	_ = p.stderr.Close()
+	<-p.drained
+	if p.stdin != nil {
+		_ = p.stdin.Close()
+	}
+
+	res.ExitCode, res.Signal = exitStatus(p.cmd.ProcessState)
+	if res.TimedOut {
+		res.ExitCode, res.Signal = 128+9, "SIGKILL"
+	}
+	if after, ok := readOOMKills(p.oomFiles); ok && p.oomKnown && after > p.oomBefore {
+		res.OutOfMemory = true
+	}
+	res.Duration = time.Since(p.started)
+
+	var exitErr *exec.ExitError
+	if p.waitErr != nil && !errors.As(p.waitErr, &exitErr) && err == nil {
+		err = fmt.Errorf("wait: %w", p.waitErr)
+	}
+	if err == nil && p.writeErr != nil {
+		err = fmt.Errorf("write output: %w", p.writeErr)
+	}
+	return res, err
+}

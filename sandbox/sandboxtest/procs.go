@@ -1,0 +1,101 @@
+package sandboxtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shiroagent/shiro/sandbox"
+)
+
+// findScript prints "pid cmdline" for every process whose command line holds
+// $1, itself excepted, by scanning /proc: it needs only sh and tr, so it
+// works in any image. The pattern is an argument, not part of the script, so
+// only this sh's own command line holds it, and that one is skipped.
+const findScript = `for d in /proc/[0-9]*; do
+  [ "${d#/proc/}" = "$$" ] && continue
+  c=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue
+  case "$c" in *"$1"*) echo "${d#/proc/} $c";; esac
+done`
+
+// Processes lists ("pid cmdline") the processes visible in sb whose command
+// line contains pattern. It runs sh inside sb, so it sees what the sandbox
+// sees.
+func Processes(t testing.TB, sb sandbox.Sandbox, pattern string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
+	defer cancel()
+	var out, errb strings.Builder
+	res, err := sb.Run(ctx, sandbox.Command{Args: []string{"sh", "-c", findScript, "sh", pattern}, Stdout: &out, Stderr: &errb})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("list processes matching %q: exit %d, %v: %s", pattern, res.ExitCode, err, errb.String())
+	}
+	var procs []string
+	for line := range strings.Lines(out.String()) {
+		if line = strings.TrimSpace(line); line != "" {
+			procs = append(procs, line)
+		}
+	}
+	return procs
+}
+
+// WaitProcesses polls Processes until cond holds for the list or the
+// deadline passes, and returns the last list.
+func WaitProcesses(t testing.TB, sb sandbox.Sandbox, pattern string, within time.Duration, cond func([]string) bool) ([]string, bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		procs := Processes(t, sb, pattern)
+		if cond(procs) {
+			return procs, true
+		}
+		if time.Now().After(deadline) {
+			return procs, false
+		}
+	}
+}
+
+// token returns random digits that make a test's command lines unique, also
+// across test binaries sharing the machine.
+func token() string { return fmt.Sprintf("%09d", rand.N(1_000_000_000)) }
+
+// sleepArg returns a sleep duration of about base seconds that holds tok, so
+// that Processes can find exactly one test's sleeps by tok.
+func sleepArg(base int, tok string) string { return fmt.Sprintf("%d.%s", base, tok) }
+
+// notifyBuffer is a goroutine-safe buffer that closes a channel once it
+// holds a given string.
+type notifyBuffer struct {
+	mu     sync.Mutex
+	buf    strings.Builder
+	want   string
+	seen   chan struct{}
+	seenAt time.Time // set before seen is closed
+	closed bool
+}
+
+func newNotifyBuffer(want string) *notifyBuffer {
+	return &notifyBuffer{want: want, seen: make(chan struct{})}
+}
+
+func (b *notifyBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if !b.closed && strings.Contains(b.buf.String(), b.want) {
+		b.closed = true
+		b.seenAt = time.Now()
+		close(b.seen)
+	}
+	return len(p), nil
+}
+
+func (b *notifyBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

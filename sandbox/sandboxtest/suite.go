@@ -1,0 +1,404 @@
+package sandboxtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shiroagent/shiro/sandbox"
+)
+
+// Bounds of the behaviour checks: generous, these are not benchmarks.
+const (
+	promptly  = 2 * time.Second // a killed or finished command returns within
+	settle    = 3 * time.Second // processes appear or vanish within
+	startWait = 20 * time.Second
+)
+
+// Run runs the conformance suite against sandboxes made by newSandbox, which
+// returns a fresh sandbox for one subtest and registers its Close with
+// t.Cleanup. Close must be safe to call twice; Info().Workspace must be a
+// directory the sandbox's commands can write. Subtests run in parallel.
+func Run(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox)
+	}{
+		{"stdout and stderr are kept apart", testStreams},
+		{"exit codes and signals", testExitCodes},
+		{"argv runs without a shell", testArgv},
+		{"missing binary is exec.ErrNotFound", testNotFound},
+		{"dir", testDir},
+		{"env adds to the base environment", testEnv},
+		{"marker is set and unique per command", testMarker},
+		{"timeout kills the tree", testTimeout},
+		{"cancel kills the tree and escaped children", testCancel},
+		{"cancelled context runs nothing", testCancelledBefore},
+		{"background child holding the pipes does not block", testPipeHolder},
+		{"stdin is piped", testStdin},
+		{"concurrent runs", testConcurrent},
+		{"close kills background processes", testClose},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newSandbox)
+		})
+	}
+}
+
+// output runs cmd in sb and returns its stdout and stderr.
+func output(t *testing.T, sb sandbox.Sandbox, cmd sandbox.Command) (stdout, stderr string, res sandbox.Result, err error) {
+	t.Helper()
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	res, err = sb.Run(t.Context(), cmd)
+	return out.String(), errb.String(), res, err
+}
+
+// mustOutput is output that fails the test on an error or a non-zero exit.
+func mustOutput(t *testing.T, sb sandbox.Sandbox, cmd sandbox.Command) string {
+	t.Helper()
+	out, errb, res, err := output(t, sb, cmd)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run %q%q: exit %d, %v; stderr %q", cmd.Shell, cmd.Args, res.ExitCode, err, errb)
+	}
+	return out
+}
+
+func testStreams(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	out, errb, res, err := output(t, sb, sandbox.Command{Shell: "echo out; echo err >&2; echo out2"})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if out != "out\nout2\n" || errb != "err\n" {
+		t.Errorf("stdout %q, stderr %q; want %q, %q", out, errb, "out\nout2\n", "err\n")
+	}
+	if res.Shell != "bash" && res.Shell != "sh" {
+		t.Errorf("Result.Shell = %q, want bash or sh", res.Shell)
+	}
+	if res.ExitCode != 0 || res.Signal != "" || res.TimedOut || res.Interrupted {
+		t.Errorf("Result = %+v, want a plain success", res)
+	}
+	if res.Duration <= 0 {
+		t.Errorf("Result.Duration = %v, want > 0", res.Duration)
+	}
+}
+
+func testExitCodes(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	tests := []struct {
+		name, shell string
+		code        int
+		signal      string
+	}{
+		{"success", "true", 0, ""},
+		{"exit 3", "exit 3", 3, ""},
+		{"SIGTERM is 143", "kill -TERM $$", 143, "SIGTERM"},
+		{"SIGKILL is 137", "kill -KILL $$", 137, "SIGKILL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, res, err := output(t, sb, sandbox.Command{Shell: tt.shell})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.ExitCode != tt.code || res.Signal != tt.signal {
+				t.Errorf("exit %d signal %q, want %d %q", res.ExitCode, res.Signal, tt.code, tt.signal)
+			}
+		})
+	}
+}
+
+func testArgv(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	out, _, res, err := output(t, sb, sandbox.Command{Args: []string{"printf", "%s|%s", "a  b", "$HOME;`x`"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: exit %d, %v", res.ExitCode, err)
+	}
+	if want := "a  b|$HOME;`x`"; out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+	if res.Shell != "" {
+		t.Errorf("Result.Shell = %q for argv, want empty", res.Shell)
+	}
+}
+
+func testNotFound(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	for _, name := range []string{"shiro-no-such-binary", "/nonexistent/shiro-no-such-binary"} {
+		_, _, _, err := output(t, sb, sandbox.Command{Args: []string{name}})
+		if !errors.Is(err, exec.ErrNotFound) {
+			t.Errorf("Run %s: error %v, want exec.ErrNotFound", name, err)
+		}
+	}
+}
+
+func testDir(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	ws := sb.Info().Workspace
+	sub := "suite-dir-" + token()
+	mustOutput(t, sb, sandbox.Command{Args: []string{"mkdir", "-p", sub}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
+		defer cancel()
+		_, _ = sb.Run(ctx, sandbox.Command{Args: []string{"rmdir", filepath.Join(ws, sub)}})
+	})
+	tests := []struct {
+		name, dir, want string
+	}{
+		{"empty is the workspace", "", ws},
+		{"relative is under the workspace", sub, filepath.Join(ws, sub)},
+		{"absolute", filepath.Join(ws, sub), filepath.Join(ws, sub)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, cmd := range []sandbox.Command{{Shell: "pwd", Dir: tt.dir}, {Args: []string{"pwd"}, Dir: tt.dir}} {
+				if got := strings.TrimSpace(mustOutput(t, sb, cmd)); got != tt.want {
+					t.Errorf("pwd (shell %q) in %q = %q, want %q", cmd.Shell, tt.dir, got, tt.want)
+				}
+			}
+		})
+	}
+	t.Run("missing fails with fs.ErrNotExist", func(t *testing.T) {
+		_, _, _, err := output(t, sb, sandbox.Command{Shell: "true", Dir: sub + "-missing"})
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Run: error %v, want fs.ErrNotExist", err)
+		}
+	})
+}
+
+func testEnv(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"added", []string{"SHIRO_SUITE_A=a b  c"}, "a b  c|"},
+		{"later entries win", []string{"SHIRO_SUITE_A=1", "SHIRO_SUITE_A=2", "SHIRO_SUITE_B=b"}, "2|b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := mustOutput(t, sb, sandbox.Command{Shell: `printf '%s|%s' "$SHIRO_SUITE_A" "$SHIRO_SUITE_B"`, Env: tt.env})
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if got := mustOutput(t, sb, sandbox.Command{Args: []string{"sh", "-c", `printf %s "$PATH"`}}); got == "" {
+		t.Error("PATH is empty: the base environment is missing")
+	}
+}
+
+func testMarker(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	read := `printf %s "$` + sandbox.MarkerEnv + `"`
+	a := mustOutput(t, sb, sandbox.Command{Shell: read})
+	b := mustOutput(t, sb, sandbox.Command{Args: []string{"sh", "-c", read}})
+	c := mustOutput(t, sb, sandbox.Command{Shell: read, Env: []string{sandbox.MarkerEnv + "=forged"}})
+	if a == "" || a == b || c == "forged" || c == a || c == b {
+		t.Errorf("markers %q, %q, %q (the last with a forged one in Env): want three distinct, none empty or forged", a, b, c)
+	}
+}
+
+func testTimeout(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	tok := token()
+	shell := fmt.Sprintf("sleep %s & (setsid sleep %s &); sleep %s",
+		sleepArg(310, tok), sleepArg(311, tok), sleepArg(312, tok))
+	start := time.Now()
+	_, _, res, err := output(t, sb, sandbox.Command{Shell: shell, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if took := time.Since(start); took > time.Second+promptly {
+		t.Errorf("Run took %v with a 1s timeout", took)
+	}
+	if !res.TimedOut || res.Signal != "SIGKILL" || res.ExitCode != 137 || res.Interrupted {
+		t.Errorf("Result = %+v, want TimedOut, SIGKILL, 137", res)
+	}
+	assertGone(t, sb, "."+tok)
+}
+
+func testCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	tok := token()
+	shell := fmt.Sprintf("sleep %s & (setsid sleep %s &); nohup sleep %s >/dev/null 2>&1 & echo started; sleep %s",
+		sleepArg(300, tok), sleepArg(301, tok), sleepArg(302, tok), sleepArg(303, tok))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out := newNotifyBuffer("started")
+	type ran struct {
+		res sandbox.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := sb.Run(ctx, sandbox.Command{Shell: shell, Stdout: out})
+		done <- ran{res, err}
+	}()
+	select {
+	case <-out.seen:
+	case r := <-done:
+		t.Fatalf("Run ended before cancel: %+v, %v, stdout %q", r.res, r.err, out.String())
+	case <-time.After(startWait):
+		t.Fatalf("no %q on stdout within %v", "started", startWait)
+	}
+	procs, ok := WaitProcesses(t, sb, "."+tok, settle, func(p []string) bool { return countSleeps(p) == 4 })
+	if !ok {
+		t.Errorf("want the 4 sleeps running before cancel, found %q", procs)
+	}
+
+	cancel()
+	start := time.Now()
+	var r ran
+	select {
+	case r = <-done:
+	case <-time.After(startWait):
+		t.Fatalf("Run did not return within %v of cancel", startWait)
+	}
+	if took := time.Since(start); took > promptly {
+		t.Errorf("Run returned %v after cancel, want under %v", took, promptly)
+	}
+	if !errors.Is(r.err, context.Canceled) || !r.res.Interrupted {
+		t.Errorf("Run = %+v, %v; want Interrupted and context.Canceled", r.res, r.err)
+	}
+	if !strings.Contains(out.String(), "started") {
+		t.Errorf("stdout %q lost the output before cancel", out.String())
+	}
+	assertGone(t, sb, "."+tok)
+}
+
+func testCancelledBefore(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out strings.Builder
+	_, err := sb.Run(ctx, sandbox.Command{Shell: "echo ran", Stdout: &out})
+	if !errors.Is(err, context.Canceled) || out.Len() > 0 {
+		t.Errorf("Run with a cancelled context: %v, stdout %q; want context.Canceled and nothing run", err, out.String())
+	}
+}
+
+func testPipeHolder(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	tok := token()
+	out := newNotifyBuffer("done")
+	res, err := sb.Run(t.Context(), sandbox.Command{Shell: fmt.Sprintf("(sleep %s &); echo done", sleepArg(330, tok)), Stdout: out})
+	returned := time.Now()
+	select {
+	case <-out.seen:
+		if took := returned.Sub(out.seenAt); took > promptly {
+			t.Errorf("Run returned %v after the shell's last output, want under %v", took, promptly)
+		}
+	default:
+	}
+	if err != nil || res.ExitCode != 0 || out.String() != "done\n" {
+		t.Errorf("Run = %q, %+v, %v; want %q, exit 0", out.String(), res, err, "done\n")
+	}
+}
+
+func testStdin(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	tests := []struct {
+		name  string
+		cmd   sandbox.Command
+		stdin string
+		want  string
+	}{
+		{"argv cat", sandbox.Command{Args: []string{"cat"}}, "hello\nworld\n", "hello\nworld\n"},
+		{"shell reads lines", sandbox.Command{Shell: "while read -r l; do echo \"<$l>\"; done"}, "a\nb\n", "<a>\n<b>\n"},
+		{"1 MiB", sandbox.Command{Args: []string{"wc", "-c"}}, big, strconv.Itoa(len(big))},
+		{"empty stdin is EOF", sandbox.Command{Args: []string{"wc", "-c"}}, "", "0"},
+		{"ignored stdin does not block", sandbox.Command{Shell: "echo ignored"}, big, "ignored"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := tt.cmd
+			cmd.Stdin = strings.NewReader(tt.stdin)
+			got := mustOutput(t, sb, cmd)
+			if strings.TrimSpace(got) != strings.TrimSpace(tt.want) {
+				t.Errorf("stdout %.80q, want %.80q", got, tt.want)
+			}
+		})
+	}
+}
+
+func testConcurrent(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	const n = 16
+	outs := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			var out strings.Builder
+			res, err := sb.Run(t.Context(), sandbox.Command{
+				Shell:  `printf %s "$N"; echo "$N" >&2; exit $((N % 7))`,
+				Env:    []string{"N=" + strconv.Itoa(i)},
+				Stdout: &out,
+			})
+			if err == nil && res.ExitCode != i%7 {
+				err = fmt.Errorf("exit %d, want %d", res.ExitCode, i%7)
+			}
+			outs[i], errs[i] = out.String(), err
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || outs[i] != strconv.Itoa(i) {
+			t.Errorf("run %d: %q, %v", i, outs[i], errs[i])
+		}
+	}
+}
+
+func testClose(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	checker := newSandbox(t)
+	tok := token()
+	mustOutput(t, sb, sandbox.Command{Shell: fmt.Sprintf(
+		"sleep %s >/dev/null 2>&1 & (setsid sleep %s >/dev/null 2>&1 &)", sleepArg(340, tok), sleepArg(341, tok))})
+	if procs, ok := WaitProcesses(t, checker, "."+tok, settle, func(p []string) bool { return countSleeps(p) == 2 }); !ok {
+		t.Fatalf("want 2 background sleeps after the command, found %q", procs)
+	}
+	if err := sb.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	assertGone(t, checker, "."+tok)
+	if _, err := sb.Run(t.Context(), sandbox.Command{Shell: "true"}); !errors.Is(err, sandbox.ErrClosed) {
+		t.Errorf("Run after Close: %v, want sandbox.ErrClosed", err)
+	}
+}
+
+// assertGone fails unless no process matching pattern is left.
+func assertGone(t *testing.T, sb sandbox.Sandbox, pattern string) {
+	t.Helper()
+	if procs, ok := WaitProcesses(t, sb, pattern, settle, func(p []string) bool { return len(p) == 0 }); !ok {
+		t.Errorf("processes left: %q", procs)
+	}
+}
+
+// countSleeps counts the sleep processes in a Processes list.
+func countSleeps(procs []string) int {
+	n := 0
+	for _, p := range procs {
+		if _, cmdline, _ := strings.Cut(p, " "); strings.HasPrefix(cmdline, "sleep ") {
+			n++
+		}
+	}
+	return n
+}

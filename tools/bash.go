@@ -1,0 +1,163 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/shiroagent/shiro/sandbox"
+)
+
+//go:embed bash.md
+var bashDescription string
+
+// Bash timeouts, in milliseconds.
+const (
+	BashDefaultTimeout = 120_000
+	BashMinTimeout     = 1_000
+	BashMaxTimeout     = 600_000
+)
+
+// InterruptedMessage opens the result of a command the user interrupted.
+const InterruptedMessage = "The user interrupted this command. It did not finish, so its effects are unknown."
+
+type bashParams struct {
+	Command string `json:"command" jsonschema:"the shell command to run"`
+	Timeout *int   `json:"timeout,omitempty" jsonschema:"milliseconds, 1000-600000, default 120000"`
+}
+
+// Bash runs a shell command in the sandbox.
+type Bash struct{}
+
+// NewBash returns the bash tool.
+func NewBash() Tool { return Bash{} }
+
+func (Bash) Name() string        { return "bash" }
+func (Bash) Set() Set            { return SetCore }
+func (Bash) Gated() bool         { return true }
+func (Bash) Description() string { return bashDescription }
+func (Bash) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"the shell command to run"},"timeout":{"type":"integer","minimum":1000,"maximum":600000,"description":"milliseconds, default 120000"}},"required":["command"],"additionalProperties":false}`)
+}
+
+// Run implements Tool. A command the user interrupted (ctx cancelled) is an
+// error result for the model, never a normal exit: its effects are unknown.
+func (Bash) Run(ctx context.Context, env *Env, input json.RawMessage) (Result, error) {
+	var p bashParams
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Errorf("Invalid input for bash: %v", err), nil
+	}
+	if strings.TrimSpace(p.Command) == "" {
+		return Errorf("Invalid input for bash: command is empty"), nil
+	}
+	timeout := BashDefaultTimeout
+	if p.Timeout != nil {
+		timeout = *p.Timeout
+		if timeout < BashMinTimeout || timeout > BashMaxTimeout {
+			return Errorf("Invalid input for bash: timeout must be between %d and %d ms, got %d", BashMinTimeout, BashMaxTimeout, timeout), nil
+		}
+	}
+	var stdout, stderr headBuffer
+	res, err := env.Sandbox.Run(ctx, sandbox.Command{
+		Shell:   p.Command,
+		Dir:     env.Workspace,
+		Timeout: time.Duration(timeout) * time.Millisecond,
+		Stdout:  streamTo(&stdout, env.Output, "stdout"),
+		Stderr:  streamTo(&stderr, env.Output, "stderr"),
+	})
+	if res.Interrupted || (err != nil && ctx.Err() != nil) {
+		body := outputBlocks(&stdout, &stderr)
+		if body == "" {
+			body = "(no output before it was killed)"
+		}
+		return Result{Text: Cap(InterruptedMessage + "\n" + body), IsError: true}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("run bash command: %w", err)
+	}
+	parts := []string{fmt.Sprintf("exit: %d", res.ExitCode)}
+	if res.Signal != "" {
+		parts = append(parts, fmt.Sprintf("(killed by %s; timeout is %dms)", res.Signal, timeout))
+	}
+	if res.OutOfMemory {
+		parts = append(parts, "(out of memory: the sandbox's memory limit was reached and a process was killed; raise it with --memory)")
+	}
+	if res.Shell == "sh" {
+		parts = append(parts, "(the sandbox image has no bash; this ran with sh -c)")
+	}
+	if body := outputBlocks(&stdout, &stderr); body != "" {
+		parts = append(parts, body)
+	}
+	return Text(Cap(strings.Join(parts, "\n\n"))), nil
+}
+
+// outputBlocks renders the non-empty streams as `stdout:` / `stderr:` blocks.
+func outputBlocks(stdout, stderr *headBuffer) string {
+	var blocks []string
+	if s := stdout.text(); s != "" {
+		blocks = append(blocks, "stdout:\n"+s)
+	}
+	if s := stderr.text(); s != "" {
+		blocks = append(blocks, "stderr:\n"+s)
+	}
+	return strings.Join(blocks, "\n\n")
+}
+
+// streamTo writes into buf and forwards each chunk to the live listener.
+func streamTo(buf *headBuffer, live func(string, []byte), stream string) *liveWriter {
+	return &liveWriter{buf: buf, live: live, stream: stream}
+}
+
+type liveWriter struct {
+	buf    *headBuffer
+	live   func(string, []byte)
+	stream string
+}
+
+func (w *liveWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	if w.live != nil {
+		w.live(w.stream, p)
+	}
+	return len(p), nil
+}
+
+// headBuffer keeps the first headLimit bytes of a stream and counts the
+// rest, so a command printing gigabytes cannot exhaust memory.
+type headBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	dropped int
+}
+
+const headLimit = 1 << 20
+
+func (b *headBuffer) Write(p []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := headLimit - b.buf.Len()
+	if room < len(p) {
+		b.dropped += len(p) - max(room, 0)
+		p = p[:max(room, 0)]
+	}
+	b.buf.Write(p)
+}
+
+// text is the trimmed output, with a note when the stream was cut here.
+func (b *headBuffer) text() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.TrimSpace(strings.ToValidUTF8(b.buf.String(), string(utf8.RuneError)))
+	if b.dropped > 0 {
+		s += fmt.Sprintf("\n... [%d more bytes not kept]", b.dropped)
+	}
+	return s
+}

@@ -1,0 +1,71 @@
+// Package tools holds shiro's built-in tools (one file and one embedded
+// description each), the ignore-aware walker they share, the output cap and
+// binary rule, and the registry that decides which tools are offered.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/shiroagent/shiro/sandbox"
+)
+
+// Set names a group of built-in tools that config can switch on or off.
+type Set string
+
+// The tool sets. Core is always on.
+const (
+	SetCore     Set = "core"
+	SetEditPlus Set = "edit-plus"
+	SetGit      Set = "git"
+	SetNone     Set = "" // session, plugin and MCP tools belong to no set
+)
+
+// Env is what a tool call can reach. One Env serves a whole session.
+type Env struct {
+	// Workspace is the absolute path of the workspace root (the same path
+	// inside the sandbox container).
+	Workspace string
+	// Root is the workspace opened with os.OpenRoot; every host-side file
+	// access goes through it, which refuses escapes, symlinks included.
+	Root *os.Root
+	// Sandbox runs commands (bash, rg, git).
+	Sandbox sandbox.Sandbox
+	// Output, when set, receives live command output (bash streams here).
+	Output func(stream string, chunk []byte)
+}
+
+// Result is what the model sees for one call. IsError marks a result the
+// model should read as a failed call (a bad path, no match, an ambiguous
+// edit); such failures are results, not Go errors.
+type Result struct {
+	Text    string
+	IsError bool
+}
+
+// Errorf makes an error result for the model.
+func Errorf(format string, args ...any) Result {
+	return Result{Text: fmt.Sprintf(format, args...), IsError: true}
+}
+
+// Text makes a successful result.
+func Text(s string) Result { return Result{Text: s} }
+
+// Tool is one capability offered to the model.
+type Tool interface {
+	Name() string
+	// Set is the tool set the tool belongs to (SetNone for none).
+	Set() Set
+	// Gated tools ask for approval before each call.
+	Gated() bool
+	// Description is the text the model reads.
+	Description() string
+	// Schema is the JSON schema of the parameters object.
+	Schema() json.RawMessage
+	// Run executes one call. A Go error means the session cannot go on
+	// (the sandbox is gone, the context was cancelled); everything the
+	// model can act on is a Result.
+	Run(ctx context.Context, env *Env, input json.RawMessage) (Result, error)
+}

@@ -1,0 +1,222 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+)
+
+// WalkOptions selects what Walk visits.
+type WalkOptions struct {
+	// Dir is the workspace-relative posix directory to walk; "" or "." is
+	// the root. The ignore files of its ancestors apply below it; Dir
+	// itself is walked even if a rule ignores it (see Excluded).
+	Dir string
+	// IncludeIgnored turns off .gitignore, .shiroignore and
+	// .git/info/exclude. .git and node_modules are skipped all the same.
+	IncludeIgnored bool
+	// Limit stops the walk after that many files; 0 means no limit.
+	Limit int
+}
+
+// alwaysSkipped names the entries no walk enters or yields.
+func alwaysSkipped(name string) bool { return name == ".git" || name == "node_modules" }
+
+// Ignore files read in every directory, in this order (later rules win).
+var ignoreFiles = [...]string{".gitignore", ".shiroignore"}
+
+// Walk calls fn with the workspace-relative posix path of every file under
+// opts.Dir, breadth first, each directory's entries in byte order of their
+// names. mode is the entry's type bits: 0 for a regular file, fs.ModeSymlink
+// for a symlink to a file (or a dangling one). Symlinks to directories count
+// as directories for the rules and are never entered; other special files
+// are skipped, as are directories that cannot be read. When fn returns
+// fs.SkipAll, Walk stops and returns nil; any other error stops it and is
+// returned. A missing or unreadable opts.Dir is an error.
+func Walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(path string, mode fs.FileMode) error) error {
+	return walk(ctx, root, opts, fn, true)
+}
+
+type walkDir struct {
+	rel   string       // workspace-relative; "" is the root
+	rules []ignoreRule // rules of the ancestors; the directory's own are added when it is read
+}
+
+func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, fs.FileMode) error, fast bool) error {
+	start := cleanRel(opts.Dir)
+	var rules []ignoreRule
+	if !opts.IncludeIgnored {
+		rules, _ = ancestorRules(root, start)
+	}
+	dr, err := newDirReader(root, start, fast)
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", displayRel(start), err)
+	}
+	defer dr.close()
+
+	yielded := 0
+	queue := []walkDir{{rel: start, rules: rules}}
+	for i := 0; i < len(queue); i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d := queue[i]
+		queue[i] = walkDir{}
+		entries, dirRules, err := dr.read(d, !opts.IncludeIgnored)
+		if err != nil {
+			if i == 0 {
+				return fmt.Errorf("walk %s: %w", displayRel(start), err)
+			}
+			continue // unreadable directories are skipped
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if alwaysSkipped(name) {
+				continue
+			}
+			mode := e.Type()
+			p := joinRel(d.rel, name)
+			isDir := mode.IsDir()
+			switch {
+			case isDir, mode.IsRegular():
+			case mode&fs.ModeSymlink != 0:
+				if fi, err := root.Stat(p); err == nil && fi.IsDir() {
+					isDir = true
+				}
+			default:
+				continue // sockets, pipes, devices
+			}
+			if !opts.IncludeIgnored && ignored(dirRules, p, name, isDir) {
+				continue
+			}
+			if isDir {
+				if mode.IsDir() {
+					queue = append(queue, walkDir{rel: p, rules: dirRules})
+				}
+				continue
+			}
+			if err := fn(p, mode); err != nil {
+				if errors.Is(err, fs.SkipAll) {
+					return nil
+				}
+				return err
+			}
+			yielded++
+			if opts.Limit > 0 && yielded >= opts.Limit {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// Excluded reports whether a walk of the whole workspace would leave out
+// the directory dir (workspace-relative): one of its elements is .git or
+// node_modules or, unless includeIgnored, is ignored by the rules in force
+// there.
+func Excluded(root *os.Root, dir string, includeIgnored bool) bool {
+	dir = cleanRel(dir)
+	if includeIgnored {
+		for _, name := range strings.Split(dir, "/") {
+			if alwaysSkipped(name) {
+				return true
+			}
+		}
+		return false
+	}
+	_, excluded := ancestorRules(root, dir)
+	return excluded
+}
+
+// ancestorRules loads .git/info/exclude and the ignore files of every
+// proper ancestor of dir, and reports whether dir or an ancestor would be
+// skipped on the way down.
+func ancestorRules(root *os.Root, dir string) (rules []ignoreRule, excluded bool) {
+	if data, err := root.ReadFile(".git/info/exclude"); err == nil {
+		rules = parseIgnore(data, "", rules)
+	}
+	if dir == "" {
+		return rules, false
+	}
+	cur := ""
+	for name := range strings.SplitSeq(dir, "/") {
+		rules = appendDirRules(root, cur, rules)
+		cur = joinRel(cur, name)
+		if alwaysSkipped(name) || ignored(rules, cur, name, true) {
+			excluded = true
+		}
+	}
+	return rules, excluded
+}
+
+// appendDirRules appends the rules of dir's ignore files, read through root.
+func appendDirRules(root *os.Root, dir string, rules []ignoreRule) []ignoreRule {
+	for _, name := range ignoreFiles {
+		p := joinRel(dir, name)
+		if fi, err := root.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+			continue // like git, never follow a symlinked ignore file
+		}
+		if data, err := root.ReadFile(p); err == nil {
+			rules = parseIgnore(data, dir, rules[:len(rules):len(rules)])
+		}
+	}
+	return rules
+}
+
+// read lists d's entries in name order and returns the rules in force for
+// them: d's inherited rules plus those of its own ignore files.
+func (r *dirReader) read(d walkDir, withRules bool) ([]fs.DirEntry, []ignoreRule, error) {
+	f, err := r.open(d.rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read directory: %w", err)
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	rules := d.rules
+	if !withRules {
+		return entries, rules, nil
+	}
+	for _, name := range ignoreFiles {
+		i, found := slices.BinarySearchFunc(entries, name, func(e fs.DirEntry, n string) int {
+			return strings.Compare(e.Name(), n)
+		})
+		if !found || !entries[i].Type().IsRegular() {
+			continue // like git, never follow a symlinked ignore file
+		}
+		if data, err := r.readFileIn(f, d.rel, name); err == nil {
+			// A fresh backing array, so siblings never share appends.
+			rules = parseIgnore(data, d.rel, rules[:len(rules):len(rules)])
+		}
+	}
+	return entries, rules, nil
+}
+
+// cleanRel turns a workspace-relative posix path into the walker's form:
+// "" for the root, no "./" or trailing slash.
+func cleanRel(p string) string {
+	p = path.Clean("/" + p)[1:]
+	return p
+}
+
+func joinRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func displayRel(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}

@@ -1,0 +1,77 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// dirReader opens the directories of one walk. On Linux it opens them with
+// openat2 below the walk's start directory, refusing every symlink, and
+// reads them through a plain *os.File: a file opened through os.Root
+// lstat's each entry in ReadDir, which makes a walk three times slower.
+// Where openat2 is missing (old kernels, seccomp) it falls back to os.Root.
+type dirReader struct {
+	root    *os.Root
+	base    *os.File // the start directory, opened through root
+	baseRel string
+	fast    bool
+}
+
+func newDirReader(root *os.Root, start string, fast bool) (*dirReader, error) {
+	base, err := root.Open(displayRel(start))
+	if err != nil {
+		return nil, err
+	}
+	return &dirReader{root: root, base: base, baseRel: start, fast: fast}, nil
+}
+
+func (r *dirReader) close() { r.base.Close() }
+
+var openHow = unix.OpenHow{
+	Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+	Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+}
+
+func (r *dirReader) open(rel string) (*os.File, error) {
+	if r.fast {
+		sub := "."
+		if rel != r.baseRel {
+			sub = strings.TrimPrefix(rel, r.baseRel)
+			sub = strings.TrimPrefix(sub, "/")
+		}
+		fd, err := unix.Openat2(int(r.base.Fd()), sub, &openHow)
+		switch {
+		case err == nil:
+			return os.NewFile(uintptr(fd), rel), nil
+		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
+			r.fast = false // no openat2 here: use os.Root from now on
+		default:
+			return nil, &os.PathError{Op: "openat2", Path: rel, Err: err}
+		}
+	}
+	return r.root.Open(displayRel(rel))
+}
+
+// readFileIn reads the regular file name in the open directory dir (at
+// rel), never following a symlink.
+func (r *dirReader) readFileIn(dir *os.File, rel, name string) ([]byte, error) {
+	if !r.fast {
+		return r.root.ReadFile(joinRel(rel, name))
+	}
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "openat", Path: joinRel(rel, name), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), joinRel(rel, name))
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", joinRel(rel, name), err)
+	}
+	return data, nil
+}

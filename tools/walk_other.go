@@ -1,0 +1,25 @@
+//go:build !linux
+
+package tools
+
+import "os"
+
+// dirReader opens the directories of one walk through os.Root.
+type dirReader struct{ root *os.Root }
+
+func newDirReader(root *os.Root, start string, _ bool) (*dirReader, error) {
+	f, err := root.Open(displayRel(start))
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return &dirReader{root: root}, nil
+}
+
+func (r *dirReader) close() {}
+
+func (r *dirReader) open(rel string) (*os.File, error) { return r.root.Open(displayRel(rel)) }
+
+func (r *dirReader) readFileIn(_ *os.File, rel, name string) ([]byte, error) {
+	return r.root.ReadFile(joinRel(rel, name))
+}
