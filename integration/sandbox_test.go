@@ -93,7 +93,13 @@ func TestFilesBelongToTheHostUser(t *testing.T) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 
-	base := t.TempDir()
+	// t.TempDir's parent is private to root; the user needs to reach the
+	// workspace and the binary.
+	base, err := os.MkdirTemp("", "shiro-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}

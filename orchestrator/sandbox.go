@@ -71,7 +71,9 @@ func OpenSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error
 		if err != nil {
 			return nil, err
 		}
-		return local.New(cfg.Workspace, local.WithEnv(env))
+		// On the host, commands see the host's environment anyway; --env
+		// entries are added on top.
+		return local.New(cfg.Workspace, local.WithEnv(append(os.Environ(), env...)))
 	}
 	eng, sb, err := OpenDocker(ctx, cfg)
 	if err != nil {

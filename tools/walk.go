@@ -39,7 +39,13 @@ var ignoreFiles = [...]string{".gitignore", ".shiroignore"}
 // fs.SkipAll, Walk stops and returns nil; any other error stops it and is
 // returned. A missing or unreadable opts.Dir is an error.
 func Walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(path string, mode fs.FileMode) error) error {
-	return walk(ctx, root, opts, fn, true)
+	return walk(ctx, root, opts, fn, walkConfig{})
+}
+
+// walkConfig holds the knobs tests turn.
+type walkConfig struct {
+	slow     bool                   // use os.Root even where openat2 exists
+	failOpen func(rel string) error // when set, called before each directory is opened
 }
 
 type walkDir struct {
@@ -47,13 +53,13 @@ type walkDir struct {
 	rules []ignoreRule // rules of the ancestors; the directory's own are added when it is read
 }
 
-func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, fs.FileMode) error, fast bool) error {
+func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, fs.FileMode) error, cfg walkConfig) error {
 	start := cleanRel(opts.Dir)
 	var rules []ignoreRule
 	if !opts.IncludeIgnored {
 		rules, _ = ancestorRules(root, start)
 	}
-	dr, err := newDirReader(root, start, fast)
+	dr, err := newDirReader(root, start, !cfg.slow)
 	if err != nil {
 		return fmt.Errorf("walk %s: %w", displayRel(start), err)
 	}
@@ -67,7 +73,14 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 		}
 		d := queue[i]
 		queue[i] = walkDir{}
-		entries, dirRules, err := dr.read(d, !opts.IncludeIgnored)
+		var entries []fs.DirEntry
+		var dirRules []ignoreRule
+		if cfg.failOpen != nil {
+			err = cfg.failOpen(d.rel)
+		}
+		if err == nil {
+			entries, dirRules, err = dr.read(d, !opts.IncludeIgnored)
+		}
 		if err != nil {
 			if i == 0 {
 				return fmt.Errorf("walk %s: %w", displayRel(start), err)

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -153,14 +154,12 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, spec contain
 			PidsLimit:  &pids,
 		},
 	}
-	res, err := e.api.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: host})
+	// The container is made and prepared under a temporary name, then
+	// renamed: another shiro racing to create the same container either
+	// finds a ready one or none, never one half prepared.
+	tmpName := name + "-new-" + randomSuffix()
+	res, err := e.api.ContainerCreate(ctx, client.ContainerCreateOptions{Name: tmpName, Config: cfg, HostConfig: host})
 	if err != nil {
-		if cerrdefs.IsConflict(err) { // another shiro created it first
-			info, ierr := e.api.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
-			if ierr == nil {
-				return info.Container.ID, nil
-			}
-		}
 		return "", fmt.Errorf("create container %s: %w", name, err)
 	}
 	if err := e.prepareUser(ctx, res.ID, opts); err != nil {
@@ -171,7 +170,29 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, spec contain
 		e.removeQuietly(ctx, res.ID)
 		return "", err
 	}
+	if _, err := e.api.ContainerRename(ctx, res.ID, client.ContainerRenameOptions{NewName: name}); err != nil {
+		e.removeQuietly(ctx, res.ID)
+		if isConflict(err) { // another shiro finished first: use its container
+			info, ierr := e.api.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+			if ierr == nil {
+				return info.Container.ID, nil
+			}
+		}
+		return "", fmt.Errorf("name container %s: %w", name, err)
+	}
 	return res.ID, nil
+}
+
+// isConflict matches the engine's "name already in use" answer, which old
+// engines do not always mark as a conflict.
+func isConflict(err error) bool {
+	return cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "already in use")
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func (e *Engine) removeQuietly(ctx context.Context, id string) {

@@ -70,10 +70,15 @@ func startInit(t *testing.T, mode string) (*exec.Cmd, <-chan string, <-chan erro
 	}
 	lines := make(chan string, 16)
 	exited := make(chan error, 1)
+	waited := make(chan struct{})
 	go func() {
+		defer close(waited)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			lines <- sc.Text()
+			select {
+			case lines <- sc.Text():
+			default: // nobody is waiting for that many lines
+			}
 		}
 		close(lines)
 		_, _ = io.Copy(io.Discard, stdout)
@@ -81,7 +86,7 @@ func startInit(t *testing.T, mode string) (*exec.Cmd, <-chan string, <-chan erro
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		<-waited
 	})
 	return cmd, lines, exited
 }

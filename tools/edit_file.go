@@ -1,0 +1,81 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+)
+
+//go:embed edit_file.md
+var editFileDoc string
+
+type editFileParams struct {
+	Path       string `json:"path" desc:"File to edit, relative to the workspace root (or absolute inside it)."`
+	OldString  string `json:"oldString" jsonschema:"minLength=1" desc:"Exact text to replace."`
+	NewString  string `json:"newString" desc:"Text to put in its place."`
+	ReplaceAll bool   `json:"replaceAll,omitempty" jsonschema:"default=false" desc:"Replace every occurrence instead of exactly one."`
+}
+
+// NewEditFile returns the edit_file tool.
+func NewEditFile() Tool {
+	return newFileTool("edit_file", SetCore, true, editFileDoc, runEditFile)
+}
+
+func runEditFile(_ context.Context, env *Env, p *editFileParams) (Result, error) {
+	if p.OldString == p.NewString {
+		return Errorf("oldString and newString are identical"), nil
+	}
+	rel, content, problem := readForEdit(env, p.Path)
+	if problem != "" {
+		return Errorf("%s", problem), nil
+	}
+	n, problem := countMatches(content, p.OldString, p.ReplaceAll, p.Path)
+	if problem != "" {
+		return Errorf("%s", problem), nil
+	}
+	if err := writeAtomic(env.Root, rel, []byte(replace(content, p.OldString, p.NewString, p.ReplaceAll))); err != nil {
+		return Errorf("%s", writeProblem(env, p.Path, err)), nil
+	}
+	return Text(fmt.Sprintf("Replaced %d occurrence(s) in %s", n, p.Path)), nil
+}
+
+// readForEdit reads the whole file at the model's path p.
+func readForEdit(env *Env, p string) (rel, content, problem string) {
+	rel, err := resolvePath(env, p)
+	if err != nil {
+		return "", "", fileProblem(env.Root, p, err)
+	}
+	fi, err := env.Root.Stat(rel)
+	if err != nil {
+		return "", "", fileProblem(env.Root, p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", "", fmt.Sprintf("%s is not a regular file.", p)
+	}
+	data, err := env.Root.ReadFile(rel)
+	if err != nil {
+		return "", "", fileProblem(env.Root, p, err)
+	}
+	return rel, string(data), ""
+}
+
+// countMatches counts old in content and reports the model's problem when
+// the edit cannot apply: no match, or several without replaceAll.
+func countMatches(content, old string, replaceAll bool, p string) (int, string) {
+	n := strings.Count(content, old)
+	switch {
+	case n == 0:
+		return 0, fmt.Sprintf("oldString not found in %s", p)
+	case n > 1 && !replaceAll:
+		return n, fmt.Sprintf("oldString appears %d times in %s. Add surrounding context or set replaceAll.", n, p)
+	}
+	return n, ""
+}
+
+func replace(content, old, new string, all bool) string {
+	if all {
+		return strings.ReplaceAll(content, old, new)
+	}
+	return strings.Replace(content, old, new, 1)
+}

@@ -1,0 +1,61 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+)
+
+//go:embed multi_edit.md
+var multiEditDoc string
+
+type editSpec struct {
+	OldString  string `json:"oldString" jsonschema:"minLength=1" desc:"Exact text to replace."`
+	NewString  string `json:"newString" desc:"Text to put in its place."`
+	ReplaceAll bool   `json:"replaceAll,omitempty" jsonschema:"default=false" desc:"Replace every occurrence instead of exactly one."`
+}
+
+type multiEditParams struct {
+	Path  string     `json:"path" desc:"File to edit, relative to the workspace root (or absolute inside it)."`
+	Edits []editSpec `json:"edits" jsonschema:"minItems=1" desc:"Edits applied in order, each to the result of the previous one."`
+}
+
+// NewMultiEdit returns the multi_edit tool.
+func NewMultiEdit() Tool {
+	return newFileTool("multi_edit", SetEditPlus, true, multiEditDoc, runMultiEdit)
+}
+
+func runMultiEdit(_ context.Context, env *Env, p *multiEditParams) (Result, error) {
+	for i, e := range p.Edits {
+		if e.OldString == e.NewString {
+			return Errorf("edit %d: oldString and newString are identical", i+1), nil
+		}
+	}
+	rel, original, problem := readForEdit(env, p.Path)
+	if problem != "" {
+		return Errorf("%s", problem), nil
+	}
+	content := original
+	counts := make([]string, len(p.Edits))
+	for i, e := range p.Edits {
+		n := strings.Count(content, e.OldString)
+		switch {
+		case n == 0:
+			return Errorf("edit %d: oldString not found in %s. No edits were applied.", i+1, p.Path), nil
+		case n > 1 && !e.ReplaceAll:
+			return Errorf("edit %d: oldString appears %d times in %s. Add surrounding context or set replaceAll. No edits were applied.", i+1, n, p.Path), nil
+		case !e.ReplaceAll:
+			n = 1
+		}
+		content = replace(content, e.OldString, e.NewString, e.ReplaceAll)
+		counts[i] = fmt.Sprintf("%dx", n)
+	}
+	if content == original {
+		return Errorf("No change to %s: the edits cancel out.", p.Path), nil
+	}
+	if err := writeAtomic(env.Root, rel, []byte(content)); err != nil {
+		return Errorf("%s", writeProblem(env, p.Path, err)), nil
+	}
+	return Text(fmt.Sprintf("Applied %d edit(s) to %s (%s)", len(p.Edits), p.Path, strings.Join(counts, ", "))), nil
+}

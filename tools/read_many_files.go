@@ -1,0 +1,44 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"strings"
+	"sync"
+)
+
+//go:embed read_many_files.md
+var readManyFilesDoc string
+
+type readSpec struct {
+	Path   string `json:"path" desc:"File to read, relative to the workspace root (or absolute inside it)."`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=1,default=1" desc:"1-based number of the first line to read."`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1,default=2000" desc:"Maximum number of lines to read."`
+}
+
+type readManyFilesParams struct {
+	Files []readSpec `json:"files" jsonschema:"minItems=1,maxItems=20" desc:"The files to read, in the order their blocks should appear."`
+}
+
+// NewReadManyFiles returns the read_many_files tool.
+func NewReadManyFiles() Tool {
+	return newFileTool("read_many_files", SetEditPlus, false, readManyFilesDoc, runReadManyFiles)
+}
+
+// runReadManyFiles reads every entry concurrently and returns the blocks in
+// the given order; an entry that cannot be read is reported in its block.
+func runReadManyFiles(_ context.Context, env *Env, p *readManyFilesParams) (Result, error) {
+	blocks := make([]string, len(p.Files))
+	var wg sync.WaitGroup
+	for i, spec := range p.Files {
+		wg.Go(func() {
+			text, problem := readLines(env, spec.Path, spec.Offset, spec.Limit)
+			if problem != "" {
+				text = "[unreadable: " + problem + "]"
+			}
+			blocks[i] = "===== " + spec.Path + " =====\n" + text
+		})
+	}
+	wg.Wait()
+	return Text(strings.Join(blocks, "\n\n")), nil
+}
