@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -37,6 +38,9 @@ func NewReadFile() Tool {
 	})
 }
 
+// readerPool recycles the buffered readers of readLines.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
 // readLines returns lines offset..offset+limit-1 of the file at p, each
 // prefixed "<n>: ", capped at MaxOutput characters; or, when the file
 // cannot be read as text, the problem for the model. The file is streamed:
@@ -62,7 +66,12 @@ func readLines(env *Env, p string, offset, limit int) (string, string) {
 	case !fi.Mode().IsRegular():
 		return "", fmt.Sprintf("%s is not a regular file.", p)
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(f)
+	defer func() {
+		br.Reset(nil)
+		readerPool.Put(br)
+	}()
 	head, err := br.Peek(BinarySniff)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return "", fileProblem(env.Root, p, err)
@@ -80,7 +89,8 @@ func readLines(env *Env, p string, offset, limit int) (string, string) {
 	if end < offset {     // overflow
 		end = int(^uint(0) >> 1)
 	}
-	var out capWriter
+	// Room for the text and its line prefixes, up to what the cap keeps.
+	out := capWriter{buf: make([]byte, 0, min(fi.Size()+fi.Size()/4+16, 4*MaxOutput))}
 	line, atStart, shown := 1, true, 0
 	var num []byte
 	for line < end {

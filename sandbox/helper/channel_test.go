@@ -192,7 +192,9 @@ func TestClientKillTimeout(t *testing.T) {
 	c, fake := newFakeHelper(t, helper.WithKillWait(100*time.Millisecond))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	fakeDone := make(chan struct{})
 	go func() {
+		defer close(fakeDone)
 		run := fake.next(t, helper.TypeRun)
 		fake.send(t, helper.Message{ID: run.ID, Type: helper.TypeStarted, Marker: "sess.7"})
 		fake.send(t, helper.Message{ID: run.ID, Type: helper.TypeOut, Stream: helper.StreamStdout, Data: []byte("started\n")})
@@ -213,6 +215,7 @@ func TestClientKillTimeout(t *testing.T) {
 		t.Errorf("Run took %v with a 100ms kill wait", took)
 	}
 	// A late exit for the abandoned call is ignored; the channel still works.
+	<-fakeDone
 	fake.send(t, helper.Message{ID: 1, Type: helper.TypeExit, Result: &sandbox.Result{}})
 	go func() {
 		run := fake.next(t, helper.TypeRun)

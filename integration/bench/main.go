@@ -1,0 +1,64 @@
+// Command bench measures shiro against baselines taken in the same run and
+// prints the figures the issues set targets for. `make bench` runs it.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	ctx := context.Background()
+	r := &report{}
+	if err := sandboxBench(ctx, r); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: sandbox:", err)
+		os.Exit(1)
+	}
+	r.print()
+	if r.failed {
+		os.Exit(1)
+	}
+}
+
+// report collects lines of figures, each with an optional target.
+type report struct {
+	rows   [][4]string
+	failed bool
+}
+
+// add records a figure; ok=false marks a missed target.
+func (r *report) add(name, value, target string, ok bool) {
+	mark := ""
+	if target != "" {
+		mark = "ok"
+		if !ok {
+			mark = "MISSED"
+			r.failed = true
+		}
+	}
+	r.rows = append(r.rows, [4]string{name, value, target, mark})
+}
+
+func (r *report) section(title string) { r.rows = append(r.rows, [4]string{"", "", "", ""}, [4]string{"## " + title, "", "", ""}) }
+
+func (r *report) print() {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, row := range r.rows {
+		fmt.Fprintln(tw, strings.Join(row[:], "\t"))
+	}
+	tw.Flush()
+}
+
+// median of durations (sorted copy).
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/docker"
+)
+
+// sandboxBench measures the command channel against a bare exec, the
+// interrupt latency and the start of `shiro tool bash`.
+func sandboxBench(ctx context.Context, r *report) error {
+	bin := os.Getenv("SHIRO_BIN")
+	if bin == "" {
+		return errors.New("SHIRO_BIN must name a static shiro binary (make bench sets it)")
+	}
+	ws, err := os.MkdirTemp("", "shiro-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	defer removeContainers(eng.API(), ws)
+	sb, err := eng.Open(ctx, docker.Options{Workspace: ws, Image: images.Tag(), HelperBinary: bin})
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+
+	// Per-call overhead on the open channel: argv `true`, no shell.
+	run := func() error {
+		_, err := sb.Run(ctx, sandbox.Command{Args: []string{"true"}})
+		return err
+	}
+	for range 10 { // warm up
+		if err := run(); err != nil {
+			return err
+		}
+	}
+	channel, err := timeN(200, run)
+	if err != nil {
+		return err
+	}
+	// A bare exec round trip through the Engine API: create, start
+	// attached, read to the end, inspect the exit code.
+	api := eng.API()
+	id := sb.ContainerID()
+	bare, err := timeN(50, func() error { return bareExec(ctx, api, id) })
+	if err != nil {
+		return err
+	}
+	r.section("sandbox (issue 2)")
+	cm, bm := median(channel), median(bare)
+	r.add("channel: per-call overhead, median of 200", ms(cm), "<= 5 ms", cm <= 5*time.Millisecond)
+	r.add("bare docker exec round trip, median of 50", ms(bm), "", true)
+	ratio := float64(bm) / float64(cm)
+	r.add("bare exec / channel", fmt.Sprintf("%.1fx", ratio), ">= 10x", ratio >= 10)
+
+	// Interrupt: a command with escaped children, cancelled once it printed.
+	var interrupts []time.Duration
+	for range 20 {
+		d, err := interruptOnce(ctx, sb)
+		if err != nil {
+			return err
+		}
+		interrupts = append(interrupts, d)
+	}
+	im := median(interrupts)
+	r.add("interrupt to return, median of 20", ms(im), "<= 100 ms", im <= 100*time.Millisecond)
+
+	// Start of the CLI: cold (no container) and warm (container running).
+	cliWS, err := os.MkdirTemp("", "shiro-bench-cli-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(cliWS)
+	defer removeContainers(api, cliWS)
+	var cold []time.Duration
+	for range 3 {
+		removeContainers(api, cliWS)
+		d, err := timeCLI(bin, cliWS)
+		if err != nil {
+			return err
+		}
+		cold = append(cold, d)
+	}
+	warm, err := timeN(20, func() error { _, err := timeCLI(bin, cliWS); return err })
+	if err != nil {
+		return err
+	}
+	r.add("shiro tool bash true, cold (creates the container), median of 3", ms(median(cold)), "", true)
+	wm := median(warm)
+	r.add("shiro tool bash true, warm, median of 20", ms(wm), "<= 500 ms", wm <= 500*time.Millisecond)
+	return nil
+}
+
+// timeN runs fn n times and returns each duration.
+func timeN(n int, fn func() error) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for range n {
+		start := time.Now()
+		if err := fn(); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(start))
+	}
+	return out, nil
+}
+
+func bareExec(ctx context.Context, api *client.Client, id string) error {
+	ex, err := api.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"true"}, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return err
+	}
+	att, err := api.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, att.Reader)
+	att.Close()
+	in, err := api.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+	if err != nil {
+		return err
+	}
+	if in.ExitCode != 0 {
+		return fmt.Errorf("bare exec exited %d", in.ExitCode)
+	}
+	return nil
+}
+
+// interruptOnce returns the time from cancel to Run returning.
+func interruptOnce(ctx context.Context, sb sandbox.Sandbox) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started := make(chan struct{})
+	var once sync.Once
+	w := writerFunc(func(p []byte) {
+		if bytes.Contains(p, []byte("started")) {
+			once.Do(func() { close(started) })
+		}
+	})
+	done := make(chan time.Time, 1)
+	go func() {
+		_, _ = sb.Run(ctx, sandbox.Command{
+			Shell:  "sleep 300 & (setsid sleep 301 &); nohup sleep 302 >/dev/null 2>&1 & echo started; sleep 303",
+			Stdout: w,
+		})
+		done <- time.Now()
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-done
+		return 0, errors.New("the command did not start")
+	}
+	t0 := time.Now()
+	cancel()
+	return (<-done).Sub(t0), nil
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+func timeCLI(bin, ws string) (time.Duration, error) {
+	cmd := exec.Command(bin, "tool", "bash", `{"command":"true"}`)
+	cmd.Dir = ws
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil || !strings.Contains(out.String(), "exit: 0") {
+		return 0, fmt.Errorf("shiro tool bash: %v: %s", err, out.String())
+	}
+	return d, nil
+}
+
+func removeContainers(api *client.Client, ws string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", docker.LabelWorkspace+"="+ws)})
+	if err != nil {
+		return
+	}
+	for _, c := range res.Items {
+		_, _ = api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+	}
+}
