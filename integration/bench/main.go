@@ -44,7 +44,9 @@ func (r *report) add(name, value, target string, ok bool) {
 	r.rows = append(r.rows, [4]string{name, value, target, mark})
 }
 
-func (r *report) section(title string) { r.rows = append(r.rows, [4]string{"", "", "", ""}, [4]string{"## " + title, "", "", ""}) }
+func (r *report) section(title string) {
+	r.rows = append(r.rows, [4]string{"", "", "", ""}, [4]string{"## " + title, "", "", ""})
+}
 
 func (r *report) print() {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
