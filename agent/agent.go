@@ -1,0 +1,335 @@
+// Package agent is shiro's model loop: it streams a step from the model,
+// decides every tool call (guard, --yolo, gated set, session allow-list,
+// approver), runs the allowed ones, feeds the results back, and repeats
+// until the model answers without calling a tool or the step cap is
+// reached. It emits an event stream that the TUI, headless mode and tests
+// consume alike. It declares what it needs — Tool, Approver, Plugin — and
+// talks to models through agent/llm.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/shiroagent/shiro/agent/llm"
+)
+
+// Defaults of a Config.
+const (
+	DefaultMaxSteps       = 50
+	DefaultPruneThreshold = 120_000
+)
+
+// Result is a tool's answer to one call.
+type Result struct {
+	Output  string
+	IsError bool
+}
+
+// Tool is a capability the model can call.
+type Tool interface {
+	Name() string
+	Description() string
+	Schema() json.RawMessage
+	// Gated tools ask for approval before every call.
+	Gated() bool
+	// Run executes one call; output receives live output (bash). A Go
+	// error means the turn cannot go on; everything the model can act on
+	// is a Result.
+	Run(ctx context.Context, input json.RawMessage, output func(chunk string)) (Result, error)
+}
+
+// Config is what an Agent is made of. Funcs are evaluated on every step, so
+// the offered tools and the prompt always reflect live state.
+type Config struct {
+	Model llm.Model
+	// Tools returns the tools offered on this step (already filtered by tool
+	// sets and variants). Plugin tools are added by the agent.
+	Tools func() []Tool
+	// System builds the system prompt from the offered tools.
+	System func(offered []Tool) string
+	// Approver decides gated calls; nil denies them (headless fails closed).
+	Approver Approver
+	// Yolo allows every call the guard lets through.
+	Yolo bool
+	// Plugins are consulted in order.
+	Plugins []Plugin
+	// AutoApprove names tools that never ask (session tools, task).
+	AutoApprove []string
+	MaxSteps    int
+	// PruneThreshold is the estimated token count above which what is sent
+	// is pruned (the history itself is never changed).
+	PruneThreshold int
+	Reasoning      llm.Reasoning
+	MaxTokens      int
+	// OnChange is called after every change of the history (for saving).
+	OnChange func(messages []llm.Message)
+}
+
+// Agent holds one conversation.
+type Agent struct {
+	cfg Config
+
+	mu       sync.Mutex
+	messages []llm.Message
+	allowed  map[string]bool // tools allowed for the rest of the session
+	usage    llm.Usage
+	running  map[string]context.CancelCauseFunc // tool calls in flight, by call id
+	names    map[string]string                  // their tool names
+}
+
+// New returns an agent with an empty history.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("agent needs a model")
+	}
+	if cfg.Tools == nil {
+		cfg.Tools = func() []Tool { return nil }
+	}
+	if cfg.System == nil {
+		cfg.System = func([]Tool) string { return "" }
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = DefaultMaxSteps
+	}
+	if cfg.PruneThreshold <= 0 {
+		cfg.PruneThreshold = DefaultPruneThreshold
+	}
+	a := &Agent{cfg: cfg, allowed: map[string]bool{}, running: map[string]context.CancelCauseFunc{}, names: map[string]string{}}
+	for _, n := range cfg.AutoApprove {
+		a.allowed[n] = true
+	}
+	for _, p := range cfg.Plugins {
+		for _, n := range p.AutoApprove {
+			a.allowed[n] = true
+		}
+	}
+	return a, nil
+}
+
+// Messages returns a copy of the history.
+func (a *Agent) Messages() []llm.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]llm.Message(nil), a.messages...)
+}
+
+// Replace sets the history (resume, /compact, /clear).
+func (a *Agent) Replace(messages []llm.Message) {
+	a.mu.Lock()
+	a.messages = append([]llm.Message(nil), messages...)
+	a.mu.Unlock()
+}
+
+// Usage is the session's token total.
+func (a *Agent) Usage() llm.Usage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.usage
+}
+
+// SetModel switches the model for the next step.
+func (a *Agent) SetModel(m llm.Model) {
+	a.mu.Lock()
+	a.cfg.Model = m
+	a.mu.Unlock()
+}
+
+// Model is the current model.
+func (a *Agent) Model() llm.Model {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg.Model
+}
+
+// Allowed reports whether a tool is allowed for the rest of the session.
+func (a *Agent) Allowed(name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.allowed[name]
+}
+
+// ErrInterrupted is the cause a tool call's context carries when the user
+// interrupted it (ctrl-c): the command dies, the turn goes on.
+var ErrInterrupted = errors.New("interrupted by the user")
+
+// InterruptTools cancels the tool calls in flight (their commands' process
+// trees are killed) and returns their tool names. The turn continues.
+func (a *Agent) InterruptTools() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var names []string
+	for id, cancel := range a.running {
+		cancel(ErrInterrupted)
+		names = append(names, a.names[id])
+	}
+	return names
+}
+
+// EstimatedTokens is the size estimate used for pruning: JSON length / 4.
+func (a *Agent) EstimatedTokens() int {
+	return EstimateTokens(a.Messages())
+}
+
+// EstimateTokens estimates the tokens of messages (JSON length / 4).
+func EstimateTokens(messages []llm.Message) int {
+	b, _ := json.Marshal(messages)
+	return (len(b) + 2) / 4
+}
+
+func (a *Agent) append(m llm.Message) {
+	a.mu.Lock()
+	a.messages = append(a.messages, m)
+	msgs := append([]llm.Message(nil), a.messages...)
+	onChange := a.cfg.OnChange
+	a.mu.Unlock()
+	if onChange != nil {
+		onChange(msgs)
+	}
+}
+
+// offered returns this step's tools: the configured ones plus plugin tools,
+// first name wins.
+func (a *Agent) offered() []Tool {
+	tools := a.cfg.Tools()
+	seen := map[string]bool{}
+	out := make([]Tool, 0, len(tools))
+	for _, t := range tools {
+		if !seen[t.Name()] {
+			seen[t.Name()] = true
+			out = append(out, t)
+		}
+	}
+	for _, p := range a.cfg.Plugins {
+		for _, t := range p.Tools {
+			if !seen[t.Name()] {
+				seen[t.Name()] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// Send runs one turn: the user's text, then model steps and tool calls
+// until the model answers. Every event goes to emit, in order; calls never
+// overlap (live tool output comes from the tool's goroutine). Cancelling ctx aborts the turn (esc): the turn ends
+// with a done event and no error. The returned error is non-nil only when
+// an error event was emitted.
+func (a *Agent) Send(ctx context.Context, text string, emit func(Event)) error {
+	var emitMu sync.Mutex // tool output arrives from the tool's goroutine
+	emit = func(inner func(Event)) func(Event) {
+		return func(e Event) {
+			emitMu.Lock()
+			defer emitMu.Unlock()
+			inner(e)
+		}
+	}(emit)
+	a.append(llm.Text(llm.RoleUser, text))
+	defer a.afterTurn(ctx, emit)
+	var turnUsage llm.Usage
+	for step := 0; ; step++ {
+		if step >= a.cfg.MaxSteps {
+			emit(Event{Type: EventNotice, Text: fmt.Sprintf("stopped after %d steps (the step limit)", a.cfg.MaxSteps)})
+			emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
+			return nil
+		}
+		msg, usage, err := a.step(ctx, emit)
+		turnUsage = turnUsage.Add(usage)
+		if err != nil {
+			if ctx.Err() != nil { // aborted: what was delivered stays delivered
+				emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
+				return nil
+			}
+			emit(Event{Type: EventError, Error: err.Error()})
+			return err
+		}
+		a.append(msg)
+		calls := toolCalls(msg)
+		if len(calls) == 0 {
+			a.mu.Lock()
+			a.usage = a.usage.Add(turnUsage)
+			a.mu.Unlock()
+			emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
+			return nil
+		}
+		results := a.runCalls(ctx, calls, emit)
+		a.append(llm.Message{Role: llm.RoleTool, Parts: results})
+		if ctx.Err() != nil {
+			emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
+			return nil
+		}
+	}
+}
+
+// step streams one model call and returns the assistant message.
+func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Usage, error) {
+	offered := a.offered()
+	specs := make([]llm.ToolSpec, len(offered))
+	for i, t := range offered {
+		specs[i] = llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()}
+	}
+	system := a.cfg.System(offered)
+	for _, p := range a.cfg.Plugins {
+		if p.Appendix != "" {
+			system += "\n" + p.Appendix
+		}
+	}
+	history := a.Messages()
+	wire := history
+	if EstimateTokens(history) > a.cfg.PruneThreshold {
+		wire = Prune(history, a.cfg.PruneThreshold)
+		emit(Event{Type: EventCompacted, Before: len(history), After: len(wire)})
+	}
+	req := llm.Request{System: system, Messages: wire, Tools: specs, MaxTokens: a.cfg.MaxTokens, Reasoning: a.cfg.Reasoning}
+	var (
+		final    llm.Message
+		usage    llm.Usage
+		finished bool
+	)
+	for ev, err := range a.Model().Stream(ctx, req) {
+		if err != nil {
+			return llm.Message{}, usage, err
+		}
+		switch ev.Type {
+		case llm.EventText:
+			emit(Event{Type: EventText, Text: ev.Text})
+		case llm.EventReasoning:
+			emit(Event{Type: EventReasoning, Text: ev.Text})
+		case llm.EventToolStart:
+			emit(Event{Type: EventToolStart, ID: ev.Call.CallID, Name: ev.Call.Name})
+		case llm.EventFinish:
+			final, usage, finished = ev.Message, ev.Usage, true
+		}
+	}
+	if !finished {
+		if ctx.Err() != nil {
+			return llm.Message{}, usage, ctx.Err()
+		}
+		return llm.Message{}, usage, llm.ErrNoFinish
+	}
+	final.Role = llm.RoleAssistant
+	return final, usage, nil
+}
+
+func toolCalls(m llm.Message) []llm.Part {
+	var calls []llm.Part
+	for _, p := range m.Parts {
+		if p.Type == llm.PartToolCall {
+			calls = append(calls, p)
+		}
+	}
+	return calls
+}
+
+func (a *Agent) afterTurn(ctx context.Context, emit func(Event)) {
+	ctx = context.WithoutCancel(ctx)
+	for _, p := range a.cfg.Plugins {
+		if p.AfterTurn != nil {
+			_ = p.AfterTurn(ctx) // a failing hook is ignored and does not stop the rest
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/shiroagent/shiro/agent/llm"
+)
+
+// Decision is the user's answer to an approval request.
+type Decision int
+
+// The answers.
+const (
+	Deny   Decision = iota // the model is told and the turn goes on
+	Once                   // run this call
+	Always                 // run this call and every later call of this tool
+)
+
+// ApprovalRequest is a gated call waiting for the user.
+type ApprovalRequest struct {
+	ID    string
+	Tool  string
+	Input json.RawMessage
+}
+
+// Approver asks the user about gated calls.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
+}
+
+// ApproverFunc adapts a function to Approver.
+type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Decision, error)
+
+// Approve implements Approver.
+func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
+	return f(ctx, req)
+}
+
+// Texts the model receives.
+const (
+	DeniedByUser = "User denied this tool call."
+	NoApprover   = "User denied this tool call. (No one can approve tool calls in this run; run with --yolo to allow them.)"
+)
+
+// IsGated reports the tools that ask before every call: the built-in write
+// tools and bash (through Tool.Gated) and every MCP tool.
+func IsGated(t Tool) bool { return t.Gated() || strings.HasPrefix(t.Name(), "mcp__") }
+
+// decide applies the order of checks: guard, --yolo, not gated, allowed for
+// the session, ask. It returns whether to run the call and, if not, why.
+func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Event)) (bool, string) {
+	if reason := a.guard(ctx, call); reason != "" {
+		emit(Event{Type: EventNotice, Text: reason})
+		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: reason})
+		return false, reason
+	}
+	if a.cfg.Yolo || !IsGated(t) || a.Allowed(call.Name) {
+		return true, ""
+	}
+	if a.cfg.Approver == nil {
+		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: NoApprover})
+		return false, NoApprover
+	}
+	d, err := a.cfg.Approver.Approve(ctx, ApprovalRequest{ID: call.CallID, Tool: call.Name, Input: call.Input})
+	if err != nil {
+		reason := DeniedByUser
+		if !errors.Is(err, context.Canceled) {
+			reason = fmt.Sprintf("%s (the approval failed: %v)", DeniedByUser, err)
+		}
+		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: reason})
+		return false, reason
+	}
+	switch d {
+	case Always:
+		a.mu.Lock()
+		a.allowed[call.Name] = true
+		a.mu.Unlock()
+		return true, ""
+	case Once:
+		return true, ""
+	}
+	emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: DeniedByUser})
+	return false, DeniedByUser
+}
+
+// guard runs the plugins' guards in order; the first block wins and a
+// failing guard blocks (fail closed).
+func (a *Agent) guard(ctx context.Context, call llm.Part) string {
+	for _, p := range a.cfg.Plugins {
+		if p.BeforeToolCall == nil {
+			continue
+		}
+		reason, err := p.BeforeToolCall(ctx, ToolCall{Name: call.Name, Input: call.Input})
+		if err != nil {
+			return fmt.Sprintf("The %s plugin failed while checking this call: %v", p.Name, err)
+		}
+		if reason != "" {
+			return fmt.Sprintf("Blocked by the %s plugin: %s", p.Name, reason)
+		}
+	}
+	return ""
+}
+
+// runCalls decides and runs the step's tool calls in order and returns
+// their result parts.
+func (a *Agent) runCalls(ctx context.Context, calls []llm.Part, emit func(Event)) []llm.Part {
+	tools := map[string]Tool{}
+	for _, t := range a.offered() {
+		tools[t.Name()] = t
+	}
+	results := make([]llm.Part, 0, len(calls))
+	for _, call := range calls {
+		res := a.runCall(ctx, tools, call, emit)
+		results = append(results, llm.Part{Type: llm.PartToolResult, CallID: call.CallID, Name: call.Name, Output: res.Output, IsError: res.IsError})
+	}
+	return results
+}
+
+func (a *Agent) runCall(ctx context.Context, tools map[string]Tool, call llm.Part, emit func(Event)) Result {
+	fail := func(msg string) Result {
+		emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Error: msg})
+		return Result{Output: msg, IsError: true}
+	}
+	if ctx.Err() != nil {
+		return fail("The turn was aborted before this call ran.")
+	}
+	t, ok := tools[call.Name]
+	if !ok {
+		names := make([]string, 0, len(tools))
+		for n := range tools {
+			names = append(names, n)
+		}
+		return fail(fmt.Sprintf("Unknown tool %q. Available tools: %s.", call.Name, strings.Join(sortedCopy(names), ", ")))
+	}
+	input := call.Input
+	if len(strings.TrimSpace(string(input))) == 0 {
+		input = json.RawMessage("{}")
+	}
+	if !json.Valid(input) {
+		return fail(fmt.Sprintf("Invalid JSON arguments for %s: %s", call.Name, truncateForError(string(input))))
+	}
+	if run, reason := a.decide(ctx, t, call, emit); !run {
+		return Result{Output: reason, IsError: true}
+	}
+	emit(Event{Type: EventToolCall, ID: call.CallID, Name: call.Name, Input: input})
+
+	callCtx, cancel := context.WithCancelCause(ctx)
+	a.mu.Lock()
+	a.running[call.CallID], a.names[call.CallID] = cancel, call.Name
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.running, call.CallID)
+		delete(a.names, call.CallID)
+		a.mu.Unlock()
+		cancel(nil)
+	}()
+	res, err := t.Run(callCtx, input, func(chunk string) {
+		emit(Event{Type: EventToolOutput, ID: call.CallID, Name: call.Name, Chunk: chunk})
+	})
+	if err != nil {
+		return fail(fmt.Sprintf("%s failed: %v", call.Name, err))
+	}
+	if res.IsError {
+		emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Error: res.Output})
+		return res
+	}
+	emit(Event{Type: EventToolResult, ID: call.CallID, Name: call.Name, Output: res.Output})
+	return res
+}
+
+func truncateForError(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
