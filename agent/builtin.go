@@ -108,8 +108,10 @@ func TimePlugin(now func() time.Time) Plugin {
 
 type timeTool struct{ now func() time.Time }
 
-func (timeTool) Name() string        { return "current_time" }
-func (timeTool) Description() string { return "The current date and time (UTC, ISO 8601) and the local time." }
+func (timeTool) Name() string { return "current_time" }
+func (timeTool) Description() string {
+	return "The current date and time (UTC, ISO 8601) and the local time."
+}
 func (timeTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
 }
