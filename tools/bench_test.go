@@ -66,48 +66,54 @@ func BenchmarkWalk(b *testing.B) {
 }
 
 // BenchmarkReadFiles compares one read_many_files call for 20 files with 20
-// read_file calls.
+// read_file calls, for small files (whole result under the cap) and larger
+// ones (result cut at the cap).
 func BenchmarkReadFiles(b *testing.B) {
-	dir := b.TempDir()
-	var specs []map[string]string
-	for i := range 20 {
-		var body strings.Builder
-		for l := range 400 {
-			fmt.Fprintf(&body, "line %d of file %d: some source text\n", l, i)
-		}
-		name := fmt.Sprintf("f%02d.go", i)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body.String()), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		specs = append(specs, map[string]string{"path": name})
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer root.Close()
-	env := &Env{Workspace: dir, Root: root}
-	many, _ := json.Marshal(map[string]any{"files": specs})
-	b.Run("read_many_files", func(b *testing.B) {
-		tool := NewReadManyFiles()
-		for b.Loop() {
-			if _, err := tool.Run(b.Context(), env, many); err != nil {
+	for _, size := range []struct {
+		name  string
+		lines int
+	}{{"20x1KB", 25}, {"20x16KB", 400}} {
+		dir := b.TempDir()
+		var specs []map[string]string
+		for i := range 20 {
+			var body strings.Builder
+			for l := range size.lines {
+				fmt.Fprintf(&body, "line %d of file %d: some source text\n", l, i)
+			}
+			name := fmt.Sprintf("f%02d.go", i)
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body.String()), 0o644); err != nil {
 				b.Fatal(err)
 			}
+			specs = append(specs, map[string]string{"path": name})
 		}
-	})
-	b.Run("20x_read_file", func(b *testing.B) {
-		tool := NewReadFile()
-		inputs := make([]json.RawMessage, len(specs))
-		for i, s := range specs {
-			inputs[i], _ = json.Marshal(s)
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			b.Fatal(err)
 		}
-		for b.Loop() {
-			for _, in := range inputs {
-				if _, err := tool.Run(b.Context(), env, in); err != nil {
+		defer root.Close()
+		env := &Env{Workspace: dir, Root: root}
+		many, _ := json.Marshal(map[string]any{"files": specs})
+		b.Run(size.name+"/read_many_files", func(b *testing.B) {
+			tool := NewReadManyFiles()
+			for b.Loop() {
+				if _, err := tool.Run(b.Context(), env, many); err != nil {
 					b.Fatal(err)
 				}
 			}
-		}
-	})
+		})
+		b.Run(size.name+"/20_read_file_calls", func(b *testing.B) {
+			tool := NewReadFile()
+			inputs := make([]json.RawMessage, len(specs))
+			for i, s := range specs {
+				inputs[i], _ = json.Marshal(s)
+			}
+			for b.Loop() {
+				for _, in := range inputs {
+					if _, err := tool.Run(b.Context(), env, in); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 }

@@ -52,7 +52,11 @@ func runGlob(ctx context.Context, env *Env, p *globParams) (Result, error) {
 		}
 		if base != "." {
 			dir, pattern = base, base+"/"+rest
-			if !realDir(env, dir) || Excluded(env.Root, dir, p.IncludeIgnored) {
+			excluded, err := Excluded(ctx, env.Root, dir, p.IncludeIgnored)
+			if err != nil {
+				return Result{}, err
+			}
+			if excluded || !realDir(env, dir) {
 				return Text("No files matched."), nil
 			}
 		}

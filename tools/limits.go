@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"fmt"
+	"math/bits"
 	"strings"
 )
 
@@ -118,25 +119,26 @@ func (w *capWriter) String() string {
 	return string(w.buf) + truncationNote(w.extra)
 }
 
-func countChars(p []byte) int {
-	n := 0
-	for _, b := range p {
-		if startsChar(b) {
-			n++
-		}
-	}
-	return n
-}
+func countChars(p []byte) int { return charCount(p) }
 
-// charCount counts the characters of s (see startsChar).
-func charCount(s string) int {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if startsChar(s[i]) {
-			n++
+// charCount counts the characters of s (see startsChar): its length less
+// its continuation bytes (10xxxxxx), eight bytes at a time.
+func charCount[S ~string | ~[]byte](s S) int {
+	const hi = 0x8080808080808080
+	cont := 0
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// Bit 7 of each byte: set for 10xxxxxx only.
+		cont += bits.OnesCount64(x & ^(x << 1) & hi)
+	}
+	for ; i < len(s); i++ {
+		if !startsChar(s[i]) {
+			cont++
 		}
 	}
-	return n
+	return len(s) - cont
 }
 
 // IsBinary applies the binary rule: a NUL byte in the first BinarySniff bytes.

@@ -28,7 +28,7 @@ func NewReadManyFiles() Tool {
 // runReadManyFiles reads every entry concurrently and returns the blocks in
 // the given order; an entry that cannot be read is reported in its block.
 func runReadManyFiles(_ context.Context, env *Env, p *readManyFilesParams) (Result, error) {
-	blocks := make([]string, len(p.Files))
+	texts := make([]string, len(p.Files))
 	var wg sync.WaitGroup
 	for i, spec := range p.Files {
 		wg.Go(func() {
@@ -36,9 +36,24 @@ func runReadManyFiles(_ context.Context, env *Env, p *readManyFilesParams) (Resu
 			if problem != "" {
 				text = "[unreadable: " + problem + "]"
 			}
-			blocks[i] = "===== " + spec.Path + " =====\n" + text
+			texts[i] = text
 		})
 	}
 	wg.Wait()
-	return Text(strings.Join(blocks, "\n\n")), nil
+	size := 0
+	for i, t := range texts {
+		size += len(t) + len(p.Files[i].Path) + 16
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for i, t := range texts {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("===== ")
+		b.WriteString(p.Files[i].Path)
+		b.WriteString(" =====\n")
+		b.WriteString(t)
+	}
+	return Text(b.String()), nil
 }

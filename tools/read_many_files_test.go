@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 func TestReadManyFiles(t *testing.T) {
@@ -73,4 +75,11 @@ func TestReadManyFiles(t *testing.T) {
 			t.Errorf("tail %q, length %d", res.Text[len(res.Text)-40:], len(res.Text))
 		}
 	})
+}
+
+// Not parallel: goleak must see only this test's goroutines.
+func TestReadManyFilesLeavesNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	env := newTestEnv(t, map[string]string{"a.txt": "a", "b.txt": "b"})
+	call(t, NewReadManyFiles(), env, `{"files":[{"path":"a.txt"},{"path":"missing"},{"path":"b.txt"}]}`)
 }

@@ -14,8 +14,9 @@ func Builtins() []Tool {
 		NewWriteFile(),
 		NewEditFile(),
 		NewGlob(),
+		NewBash(),
 		// ── tools written in their own files by others go here ──
-		// core:      NewGrep(), NewBash(),
+		// core:      NewGrep(),
 		// git:       NewGitStatus(), NewGitDiff(), NewGitLog(), NewGitShow(), NewGitBlame(),
 		NewMultiEdit(),
 		NewListDir(),
@@ -23,8 +24,11 @@ func Builtins() []Tool {
 	}
 }
 
-// KnownSets lists the tool sets, core first.
-var KnownSets = []Set{SetCore, SetEditPlus, SetGit}
+// knownSets lists the tool sets, core first.
+var knownSets = []Set{SetCore, SetEditPlus, SetGit}
+
+// KnownSets returns the names of the tool sets, core first.
+func KnownSets() []Set { return slices.Clone(knownSets) }
 
 // EnabledSets is the set of tool sets a session offers; core is always in it.
 type EnabledSets map[Set]bool
@@ -36,7 +40,7 @@ func (e EnabledSets) Has(s Set) bool { return s == SetNone || s == SetCore || e[
 // startup header: "tool sets: core, git").
 func (e EnabledSets) List() []Set {
 	var out []Set
-	for _, s := range KnownSets {
+	for _, s := range knownSets {
 		if e.Has(s) {
 			out = append(out, s)
 		}
@@ -50,18 +54,18 @@ func (e EnabledSets) List() []Set {
 func ParseToolSets(names []string, present bool) (EnabledSets, []string) {
 	sets := EnabledSets{SetCore: true}
 	if !present {
-		for _, s := range KnownSets {
+		for _, s := range knownSets {
 			sets[s] = true
 		}
 		return sets, nil
 	}
 	var warnings []string
 	for _, n := range names {
-		if s := Set(n); slices.Contains(KnownSets, s) {
+		if s := Set(n); slices.Contains(knownSets, s) {
 			sets[s] = true
 			continue
 		}
-		warnings = append(warnings, fmt.Sprintf("unknown tool set %q ignored (known sets: %s)", n, joinSets(KnownSets)))
+		warnings = append(warnings, fmt.Sprintf("unknown tool set %q ignored (known sets: %s)", n, joinSets(knownSets)))
 	}
 	return sets, warnings
 }
@@ -90,3 +94,13 @@ func Offered(all []Tool, sets EnabledSets) []Tool {
 // IsGated reports whether a call of t needs approval: the tool says so
 // (write_file, edit_file, multi_edit, bash), or it is an MCP tool.
 func IsGated(t Tool) bool { return t.Gated() || strings.HasPrefix(t.Name(), "mcp__") }
+
+// Find returns the tool called name in all, or nil.
+func Find(all []Tool, name string) Tool {
+	for _, t := range all {
+		if t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}

@@ -154,3 +154,24 @@ func TestIsGated(t *testing.T) {
 		})
 	}
 }
+
+func TestFind(t *testing.T) {
+	t.Parallel()
+	all := []Tool{fakeTool{name: "a"}, fakeTool{name: "b"}}
+	tests := []struct {
+		name string
+		want Tool
+	}{
+		{"a", all[0]},
+		{"b", all[1]},
+		{"c", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Find(all, tt.name); got != tt.want {
+				t.Errorf("Find(%q) = %v", tt.name, got)
+			}
+		})
+	}
+}

@@ -33,9 +33,11 @@ var ignoreFiles = [...]string{".gitignore", ".shiroignore"}
 // Walk calls fn with the workspace-relative posix path of every file under
 // opts.Dir, breadth first, each directory's entries in byte order of their
 // names. mode is the entry's type bits: 0 for a regular file, fs.ModeSymlink
-// for a symlink to a file (or a dangling one). Symlinks to directories count
-// as directories for the rules and are never entered; other special files
-// are skipped, as are directories that cannot be read. When fn returns
+// for a symlink to a file. Symlinks to directories count as directories for
+// the rules and are never entered; a symlink whose target cannot be reached
+// inside the workspace (dangling, or pointing outside) is yielded as a file,
+// as git lists it. Other special files are skipped, as are directories that
+// cannot be read. When fn returns
 // fs.SkipAll, Walk stops and returns nil; any other error stops it and is
 // returned. A missing or unreadable opts.Dir is an error.
 func Walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(path string, mode fs.FileMode) error) error {
@@ -46,6 +48,15 @@ func Walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(path str
 type walkConfig struct {
 	slow     bool                   // use os.Root even where openat2 exists
 	failOpen func(rel string) error // when set, called before each directory is opened
+}
+
+func (cfg walkConfig) read(dr *dirReader, d walkDir, withRules bool) ([]fs.DirEntry, []ignoreRule, error) {
+	if cfg.failOpen != nil {
+		if err := cfg.failOpen(d.rel); err != nil {
+			return nil, nil, err
+		}
+	}
+	return dr.read(d, withRules)
 }
 
 type walkDir struct {
@@ -73,14 +84,7 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 		}
 		d := queue[i]
 		queue[i] = walkDir{}
-		var entries []fs.DirEntry
-		var dirRules []ignoreRule
-		if cfg.failOpen != nil {
-			err = cfg.failOpen(d.rel)
-		}
-		if err == nil {
-			entries, dirRules, err = dr.read(d, !opts.IncludeIgnored)
-		}
+		entries, dirRules, err := cfg.read(dr, d, !opts.IncludeIgnored)
 		if err != nil {
 			if i == 0 {
 				return fmt.Errorf("walk %s: %w", displayRel(start), err)
@@ -132,18 +136,21 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 // the directory dir (workspace-relative): one of its elements is .git or
 // node_modules or, unless includeIgnored, is ignored by the rules in force
 // there.
-func Excluded(root *os.Root, dir string, includeIgnored bool) bool {
+func Excluded(ctx context.Context, root *os.Root, dir string, includeIgnored bool) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	dir = cleanRel(dir)
 	if includeIgnored {
 		for _, name := range strings.Split(dir, "/") {
 			if alwaysSkipped(name) {
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	}
 	_, excluded := ancestorRules(root, dir)
-	return excluded
+	return excluded, nil
 }
 
 // ancestorRules loads .git/info/exclude and the ignore files of every

@@ -16,7 +16,7 @@ const crashChildEnv = "SHIRO_TEST_WRITE_CHILD_WORKSPACE"
 
 // crashChildSize is how much the child writes: enough that the write and
 // fsync take a while, so the kill lands in the middle.
-const crashChildSize = 48 << 20
+const crashChildSize = 16 << 20
 
 // In the child (re-executed test binary), write a large file with
 // write_file and exit.
@@ -51,7 +51,7 @@ func TestWriteFileKilledMidWrite(t *testing.T) {
 	old := strings.Repeat("o", 1<<20)
 	killedBeforeRename := 0
 	// Kill once the temporary file holds this much (0: as soon as it exists).
-	for _, at := range []int64{0, 1 << 20, 16 << 20, crashChildSize} {
+	for _, at := range []int64{0, 1 << 20, 8 << 20, crashChildSize} {
 		ws := t.TempDir()
 		target := filepath.Join(ws, "big.txt")
 		if err := os.WriteFile(target, []byte(old), 0o644); err != nil {

@@ -53,7 +53,7 @@ unknown tool. ctrl-c kills a running command's whole process tree.`,
 }
 
 func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
-	tool := tools.Lookup(opts.Name)
+	tool := tools.Find(tools.Builtins(), opts.Name)
 	if tool == nil {
 		return usagef("unknown tool %q (see `shiro tools`)", opts.Name)
 	}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/shiroagent/shiro/agent"
+)
+
+// headlessPrinter renders agent events for `shiro -p`: the assistant's text
+// on stdout and one bracketed line per tool event on stderr, or (asJSON)
+// every event as one JSON line on stdout. It reports whether an error event
+// was seen through sawError.
+type headlessPrinter struct {
+	out, errOut io.Writer
+	asJSON      bool
+	enc         *json.Encoder
+	inputs      map[string]json.RawMessage
+	sawError    bool
+	midLine     bool
+}
+
+func newHeadlessPrinter(out, errOut io.Writer, asJSON bool) *headlessPrinter {
+	return &headlessPrinter{out: out, errOut: errOut, asJSON: asJSON, enc: json.NewEncoder(out), inputs: map[string]json.RawMessage{}}
+}
+
+func (p *headlessPrinter) event(e agent.Event) {
+	if e.Type == agent.EventError {
+		p.sawError = true
+	}
+	if p.asJSON {
+		_ = p.enc.Encode(e)
+		return
+	}
+	switch e.Type {
+	case agent.EventText:
+		fmt.Fprint(p.out, e.Text)
+		p.midLine = e.Text != "" && e.Text[len(e.Text)-1] != '\n'
+	case agent.EventToolCall:
+		fmt.Fprintf(p.errOut, "[tool] %s %s\n", e.Name, compactJSON(e.Input))
+	case agent.EventToolDenied:
+		if e.Reason == agent.NoApprover || e.Reason == agent.DeniedByUser {
+			fmt.Fprintf(p.errOut, "[denied] %s (run with --yolo to allow tool use in headless mode)\n", e.Name)
+		} else {
+			fmt.Fprintf(p.errOut, "[denied] %s: %s\n", e.Name, e.Reason)
+		}
+	case agent.EventToolError:
+		fmt.Fprintf(p.errOut, "[tool-error] %s: %s\n", e.Name, firstLine(e.Error))
+	case agent.EventNotice:
+		fmt.Fprintf(p.errOut, "[notice] %s\n", e.Text)
+	case agent.EventCompacted:
+		fmt.Fprintf(p.errOut, "[compacted] %d messages pruned to %d\n", e.Before, e.After)
+	case agent.EventError:
+		fmt.Fprintf(p.errOut, "[error] %s\n", e.Error)
+	case agent.EventDone:
+		fmt.Fprintln(p.out)
+		p.midLine = false
+	}
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i] + " ..."
+		}
+	}
+	return s
+}

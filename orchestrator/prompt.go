@@ -1,0 +1,109 @@
+package orchestrator
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// toolGuidance is one line of advice per tool, shown only while the tool is
+// offered (a prompt naming an absent tool teaches calls that cannot work).
+var toolGuidance = map[string]string{
+	"read_file":       "read_file: read a file (numbered lines) before you edit it; use offset/limit for large files.",
+	"read_many_files": "read_many_files: read up to 20 files in one call instead of several read_file calls.",
+	"glob":            "glob: find files by pattern (src/**/*.go); it honours .gitignore.",
+	"grep":            "grep: search file contents by regex; narrow with include.",
+	"list_dir":        "list_dir: see the shape of a directory tree before diving in.",
+	"edit_file":       "edit_file: replace an exact, unique oldString; include surrounding lines to make it unique.",
+	"multi_edit":      "multi_edit: several edits to one file in one call; all or nothing.",
+	"write_file":      "write_file: new files or complete rewrites only.",
+	"bash":            "bash: builds, tests, scripts; it runs in a sandbox container with the workspace at the same path.",
+	"current_time":    "current_time: the current date and time.",
+}
+
+// gitTools fold into one line.
+var gitTools = []string{"git_status", "git_diff", "git_log", "git_show", "git_blame"}
+
+// PromptInput is the live state the system prompt is built from.
+type PromptInput struct {
+	Workspace string
+	// Offered are the names of the tools offered on this step.
+	Offered []string
+	// Gated names the offered tools that need approval.
+	Gated []string
+	// Sandboxed says commands run in a container.
+	Sandboxed bool
+	// Interactive says a person can answer questions and approvals.
+	Interactive bool
+	// Instructions is the project instructions block ("" for none).
+	Instructions string
+}
+
+// SystemPrompt assembles the prompt of one step.
+func SystemPrompt(in PromptInput) string {
+	var b strings.Builder
+	b.WriteString("You are shiro, a coding agent working in the user's terminal on their project.\n\n")
+	fmt.Fprintf(&b, "Environment: workspace %s (%s/%s). Paths you pass to tools are relative to the workspace root; nothing outside it can be read or written.", in.Workspace, runtime.GOOS, runtime.GOARCH)
+	if in.Sandboxed {
+		b.WriteString(" Commands run in a sandbox container where the workspace is mounted at the same path.")
+	}
+	b.WriteString("\n\n")
+
+	offered := map[string]bool{}
+	for _, n := range in.Offered {
+		offered[n] = true
+	}
+	if len(in.Offered) > 0 {
+		b.WriteString("Tools available to you now:\n")
+		var git []string
+		var mcp, other []string
+		for _, n := range in.Offered {
+			switch {
+			case toolGuidance[n] != "":
+				fmt.Fprintf(&b, "- %s\n", toolGuidance[n])
+			case slices.Contains(gitTools, n):
+				git = append(git, n)
+			case strings.HasPrefix(n, "mcp__"):
+				mcp = append(mcp, n)
+			default:
+				other = append(other, n)
+			}
+		}
+		if len(git) > 0 {
+			fmt.Fprintf(&b, "- %s: read-only git, no approval needed; prefer them to git in bash.\n", strings.Join(git, ", "))
+		}
+		if len(mcp) > 0 {
+			b.WriteString("- mcp__<server>__<tool>: tools from MCP servers; each call needs approval.\n")
+		}
+		for _, n := range other {
+			fmt.Fprintf(&b, "- %s: see its description.\n", n)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("How to work:\n")
+	if len(in.Gated) > 0 {
+		fmt.Fprintf(&b, "- %s need the user's approval. If a call is denied, stop and ask what to do instead; do not retry it another way.\n", strings.Join(in.Gated, ", "))
+	} else {
+		b.WriteString("- No tool that changes files or runs commands is available: say what should be changed or run.\n")
+	}
+	if offered["bash"] {
+		b.WriteString("- Verify changes with the project's own build and tests.\n")
+	} else {
+		b.WriteString("- You cannot run commands: say which commands the user should run to verify.\n")
+	}
+	b.WriteString("- If an approach fails twice, step back and rethink instead of retrying it.\n")
+	if in.Interactive {
+		b.WriteString("- When a decision is the user's, ask rather than guess.\n")
+	} else {
+		b.WriteString("- Nobody can answer questions in this run: decide, and state the assumption you made.\n")
+	}
+	b.WriteString("\nReplies: lead with the outcome, no preamble; markdown is rendered; report failures as they are.\n")
+	if in.Instructions != "" {
+		b.WriteString("\n")
+		b.WriteString(in.Instructions)
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,151 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/tools"
+)
+
+// SessionOptions assemble a session.
+type SessionOptions struct {
+	Workspace string
+	Model     llm.Model
+	Sandbox   SandboxConfig
+	// ToolSets decides which built-in tools are offered.
+	ToolSets tools.EnabledSets
+	Yolo     bool
+	// Plugins names the built-in plugins to enable.
+	Plugins []string
+	// Interactive says a person answers approvals and questions.
+	Interactive bool
+	Approver    agent.Approver
+	// NoInstructions skips AGENTS.md and friends.
+	NoInstructions bool
+	MaxSteps       int
+	PruneThreshold int
+	Reasoning      llm.Reasoning
+	// History resumes an earlier conversation.
+	History []llm.Message
+	// OnChange is called after every change of the history.
+	OnChange func([]llm.Message)
+}
+
+// Session is one conversation with its workspace, sandbox and tools.
+type Session struct {
+	ws       string
+	root     *os.Root
+	sandbox  *Lazy
+	env      *tools.Env
+	builtins []tools.Tool
+	sets     tools.EnabledSets
+	agent    *agent.Agent
+	// Notices collected while the session was assembled (unknown plugins).
+	Notices []string
+}
+
+// NewSession opens the workspace and assembles the agent. The sandbox opens
+// lazily, on the first command.
+func NewSession(opts SessionOptions) (*Session, error) {
+	root, err := os.OpenRoot(opts.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("open the workspace: %w", err)
+	}
+	s := &Session{
+		ws:       opts.Workspace,
+		root:     root,
+		sandbox:  NewLazy(opts.Sandbox),
+		builtins: tools.Builtins(),
+		sets:     opts.ToolSets,
+	}
+	if s.sets == nil {
+		s.sets, _ = tools.ParseToolSets(nil, false)
+	}
+	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Sandbox: s.sandbox}
+	plugins, unknown := agent.Builtins(opts.Plugins)
+	for _, n := range unknown {
+		s.Notices = append(s.Notices, fmt.Sprintf("plugin %q: no such plugin", n))
+	}
+	instructions := ""
+	if !opts.NoInstructions {
+		instructions = InstructionsBlock(LoadInstructions(opts.Workspace))
+	}
+	a, err := agent.New(agent.Config{
+		Model: opts.Model,
+		Tools: s.offered,
+		System: func(offered []agent.Tool) string {
+			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Interactive, Instructions: instructions}
+			for _, t := range offered {
+				in.Offered = append(in.Offered, t.Name())
+				if agent.IsGated(t) {
+					in.Gated = append(in.Gated, t.Name())
+				}
+			}
+			return SystemPrompt(in)
+		},
+		Approver:       opts.Approver,
+		Yolo:           opts.Yolo,
+		Plugins:        plugins,
+		MaxSteps:       opts.MaxSteps,
+		PruneThreshold: opts.PruneThreshold,
+		Reasoning:      opts.Reasoning,
+		OnChange:       opts.OnChange,
+	})
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	a.Replace(opts.History)
+	s.agent = a
+	return s, nil
+}
+
+// offered adapts the offered built-in tools for the agent.
+func (s *Session) offered() []agent.Tool {
+	offered := tools.Offered(s.builtins, s.sets)
+	out := make([]agent.Tool, len(offered))
+	for i, t := range offered {
+		out[i] = toolAdapter{t: t, env: s.env}
+	}
+	return out
+}
+
+// OfferedTools lists the built-in tools offered now.
+func (s *Session) OfferedTools() []tools.Tool { return tools.Offered(s.builtins, s.sets) }
+
+// Agent is the session's agent.
+func (s *Session) Agent() *agent.Agent { return s.agent }
+
+// Send runs one turn.
+func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
+	return s.agent.Send(ctx, prompt, emit)
+}
+
+// Close releases the sandbox session (killing what it started) and the
+// workspace.
+func (s *Session) Close() error {
+	return errors.Join(s.sandbox.Close(), s.root.Close())
+}
+
+// toolAdapter runs a built-in tool for the agent, with live output.
+type toolAdapter struct {
+	t   tools.Tool
+	env *tools.Env
+}
+
+func (a toolAdapter) Name() string            { return a.t.Name() }
+func (a toolAdapter) Description() string     { return a.t.Description() }
+func (a toolAdapter) Schema() json.RawMessage { return a.t.Schema() }
+func (a toolAdapter) Gated() bool             { return tools.IsGated(a.t) }
+
+func (a toolAdapter) Run(ctx context.Context, input json.RawMessage, output func(string)) (agent.Result, error) {
+	env := *a.env
+	env.Output = func(_ string, chunk []byte) { output(string(chunk)) }
+	res, err := a.t.Run(ctx, &env, input)
+	return agent.Result{Output: res.Text, IsError: res.IsError}, err
+}
