@@ -1,0 +1,111 @@
+package shiro_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/shiroagent/shiro"
+
+type pkg struct {
+	ImportPath string
+	Name       string
+	Doc        string
+	Imports    []string
+}
+
+// listPackages runs `go list` on the whole module.
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func rel(path string) string { return strings.TrimPrefix(strings.TrimPrefix(path, module), "/") }
+
+// sdkHomes says which packages may import each SDK (and their subpackages).
+var sdkHomes = map[string][]string{
+	"github.com/moby/moby/client":            {"sandbox/docker", "integration"},
+	"github.com/moby/moby/api":               {"sandbox/docker", "integration"},
+	"github.com/moby/term":                   {"cmd/shiro/cli"},
+	"github.com/anthropics/anthropic-sdk-go": {"agent/provider/anthropic"},
+	"github.com/openai/openai-go":            {"agent/provider/openai"},
+	"github.com/modelcontextprotocol/go-sdk": {"tools/mcp", "integration"},
+	"github.com/charmbracelet":               {"orchestrator/tui"},
+	"github.com/go-git/go-git":               {"tools/gitrepo"},
+	"github.com/spf13/cobra":                 {"cmd/shiro/cli"},
+}
+
+// forbidden lists, per package prefix, the project packages it may not import
+// (imports point downward only).
+var forbidden = map[string][]string{
+	"agent/llm":    {"agent", "tools", "sandbox", "orchestrator", "cmd", "images"},
+	"agent":        {"tools", "sandbox", "orchestrator", "cmd", "images"},
+	"tools":        {"agent", "orchestrator", "cmd"},
+	"sandbox":      {"agent", "tools", "orchestrator", "cmd"},
+	"images":       {"agent", "tools", "sandbox", "orchestrator", "cmd"},
+	"orchestrator": {"cmd"},
+}
+
+func under(path, prefix string) bool { return path == prefix || strings.HasPrefix(path, prefix+"/") }
+
+func TestImportRules(t *testing.T) {
+	for _, p := range listPackages(t) {
+		me := rel(p.ImportPath)
+		for _, imp := range p.Imports {
+			for sdk, homes := range sdkHomes {
+				if !under(imp, sdk) && !strings.HasPrefix(imp, sdk) {
+					continue
+				}
+				ok := false
+				for _, h := range homes {
+					if under(me, h) {
+						ok = true
+					}
+				}
+				if !ok {
+					t.Errorf("%s imports %s; only %v may", me, imp, homes)
+				}
+			}
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			target := rel(imp)
+			// The most specific rule for this package applies.
+			best := ""
+			for prefix := range forbidden {
+				if under(me, prefix) && len(prefix) > len(best) {
+					best = prefix
+				}
+			}
+			for _, bad := range forbidden[best] {
+				if under(target, bad) && !under(target, best) {
+					t.Errorf("%s imports %s: %s may not import %s", me, target, best, bad)
+				}
+			}
+		}
+	}
+}
+
+func TestEveryPackageHasADocComment(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if p.Doc == "" {
+			t.Errorf("%s has no package doc comment", rel(p.ImportPath))
+		}
+	}
+}
