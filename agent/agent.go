@@ -312,7 +312,20 @@ func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Us
 		return llm.Message{}, usage, llm.ErrNoFinish
 	}
 	final.Role = llm.RoleAssistant
+	sanitizeCalls(&final)
 	return final, usage, nil
+}
+
+// sanitizeCalls keeps the history serialisable: a tool call whose arguments
+// are not valid JSON keeps its raw text for the error the model gets, and
+// goes into the history with empty arguments.
+func sanitizeCalls(m *llm.Message) {
+	for i, p := range m.Parts {
+		if p.Type == llm.PartToolCall && len(p.Input) > 0 && !json.Valid(p.Input) {
+			m.Parts[i].Input = json.RawMessage("{}")
+			m.Parts[i].Text = string(p.Input) // runCall reports it
+		}
+	}
 }
 
 func toolCalls(m llm.Message) []llm.Part {

@@ -137,11 +137,11 @@ func (a *Agent) runCall(ctx context.Context, tools map[string]Tool, call llm.Par
 		return fail(fmt.Sprintf("Unknown tool %q. Available tools: %s.", call.Name, strings.Join(sortedCopy(names), ", ")))
 	}
 	input := call.Input
+	if call.Text != "" { // set by sanitizeCalls: the arguments were not JSON
+		return fail(fmt.Sprintf("Invalid JSON arguments for %s: %s", call.Name, truncateForError(call.Text)))
+	}
 	if len(strings.TrimSpace(string(input))) == 0 {
 		input = json.RawMessage("{}")
-	}
-	if !json.Valid(input) {
-		return fail(fmt.Sprintf("Invalid JSON arguments for %s: %s", call.Name, truncateForError(string(input))))
 	}
 	if run, reason := a.decide(ctx, t, call, emit); !run {
 		return Result{Output: reason, IsError: true}

@@ -6,8 +6,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/tools"
 )
 
 // SandboxFlags are the flags of every command that executes something.
@@ -20,11 +23,14 @@ type SandboxFlags struct {
 	Pids      int64
 	Network   string
 	Idle      time.Duration
+
+	flags *pflag.FlagSet
 }
 
 // bind registers the flags on cmd's persistent flag set.
 func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl := cmd.PersistentFlags()
+	s.flags = fl
 	fl.BoolVar(&s.NoSandbox, "no-sandbox", false, "run commands on the host instead of in a container (no isolation)")
 	fl.StringVar(&s.Image, "image", "", "sandbox image (a local image reference); default the built-in image")
 	fl.StringArrayVar(&s.Env, "env", nil, "pass an environment variable into the sandbox: NAME (value from the host) or NAME=value; repeatable")
@@ -36,26 +42,116 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	_ = fl.MarkHidden("idle-timeout")
 }
 
-// config turns the flags into the orchestrator's sandbox configuration.
-func (s *SandboxFlags) config(f *Factory, ws string) (orchestrator.SandboxConfig, error) {
-	mem, err := parseBytes(s.Memory)
-	if err != nil {
-		return orchestrator.SandboxConfig{}, usagef("--memory: %v", err)
+// overrides puts the flags the user gave into o.
+func (s *SandboxFlags) overrides(o *config.Overrides) {
+	changed := func(name string) bool { return s.flags != nil && s.flags.Changed(name) }
+	if changed("no-sandbox") {
+		o.NoSandbox = &s.NoSandbox
 	}
-	return orchestrator.SandboxConfig{
+	if changed("image") {
+		o.Image = &s.Image
+	}
+	if changed("memory") {
+		o.Memory = &s.Memory
+	}
+	if changed("cpus") {
+		o.CPUs = &s.CPUs
+	}
+	if changed("pids") {
+		o.Pids = &s.Pids
+	}
+	if changed("network") {
+		o.Network = &s.Network
+	}
+	o.Env = s.Env
+}
+
+// ModelFlags choose the provider and model.
+type ModelFlags struct {
+	Provider, Model, BaseURL, Thinking string
+	Yolo, NoPlugins                    bool
+	flags                              *pflag.FlagSet
+}
+
+func (m *ModelFlags) bind(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	m.flags = fl
+	fl.StringVar(&m.Provider, "provider", "", "model provider: anthropic, openai or openai-compatible")
+	fl.StringVar(&m.Model, "model", "", "model id")
+	fl.StringVar(&m.BaseURL, "base-url", "", "API base URL (Ollama, vLLM, OpenRouter, a proxy)")
+	fl.StringVar(&m.Thinking, "think", "", "thinking level: off, low, medium, high, max")
+	fl.BoolVar(&m.Yolo, "yolo", false, "skip approval prompts (the guard still refuses destructive commands)")
+	fl.BoolVar(&m.NoPlugins, "no-plugins", false, "disable every plugin, the guard included")
+}
+
+func (m *ModelFlags) overrides(o *config.Overrides) {
+	if m.flags == nil {
+		return
+	}
+	set := func(name string, v *string, dst **string) {
+		if m.flags.Changed(name) {
+			*dst = v
+		}
+	}
+	set("provider", &m.Provider, &o.Provider)
+	set("model", &m.Model, &o.Model)
+	set("base-url", &m.BaseURL, &o.BaseURL)
+	set("think", &m.Thinking, &o.Thinking)
+	if m.flags.Changed("yolo") {
+		o.Yolo = &m.Yolo
+	}
+	if m.NoPlugins {
+		none := []string{}
+		o.Plugins = &none
+	}
+}
+
+// loadConfig resolves the configuration for ws and prints its notices.
+func (f *Factory) loadConfig(ws string, sf *SandboxFlags, mf *ModelFlags) (config.Config, config.Paths, error) {
+	paths, err := config.ResolvePaths(f.LookupEnv)
+	if err != nil {
+		return config.Config{}, paths, err
+	}
+	var o config.Overrides
+	if sf != nil {
+		sf.overrides(&o)
+	}
+	if mf != nil {
+		mf.overrides(&o)
+	}
+	known := make([]string, 0, 3)
+	for _, s := range tools.KnownSets() {
+		known = append(known, string(s))
+	}
+	cfg, notices, err := config.Load(config.LoadOptions{Paths: paths, Workspace: ws, Env: f.LookupEnv, Flags: o, KnownToolSets: known})
+	if err != nil {
+		return cfg, paths, err
+	}
+	for _, n := range notices {
+		fmt.Fprintf(f.ErrOut, "[notice] %s\n", n)
+	}
+	return cfg, paths, nil
+}
+
+// sandboxConfig turns the resolved configuration into the sandbox's.
+func (f *Factory) sandboxConfig(cfg config.Config, ws string, sf *SandboxFlags) orchestrator.SandboxConfig {
+	sc := orchestrator.SandboxConfig{
 		Workspace: ws,
-		NoSandbox: s.NoSandbox,
-		Image:     s.Image,
-		Env:       s.Env,
-		Memory:    mem,
-		CPUs:      s.CPUs,
-		Pids:      s.Pids,
-		Network:   s.Network,
-		Idle:      s.Idle,
+		NoSandbox: cfg.Sandbox.NoSandbox,
+		Image:     cfg.Sandbox.Image,
+		Env:       cfg.Sandbox.Env,
+		Memory:    cfg.Sandbox.Memory,
+		CPUs:      cfg.Sandbox.CPUs,
+		Pids:      cfg.Sandbox.Pids,
+		Network:   cfg.Sandbox.Network,
 		Version:   f.Version,
 		Progress:  f.ErrOut,
 		LookupEnv: f.LookupEnv,
-	}, nil
+	}
+	if sf != nil {
+		sc.Idle = sf.Idle
+	}
+	return sc
 }
 
 // workspace is the absolute current directory.
@@ -70,16 +166,26 @@ func (f *Factory) workspace() (string, error) {
 // NewCmdRoot builds the shiro command tree.
 func NewCmdRoot(f *Factory) *cobra.Command {
 	sf := &SandboxFlags{}
+	opts := &RunOptions{Sandbox: sf, Model: &ModelFlags{}}
 	cmd := &cobra.Command{
-		Use:           "shiro",
-		Short:         "A terminal coding agent whose tools run in a container",
+		Use:   "shiro [prompt]",
+		Short: "A terminal coding agent whose tools run in a container",
+		Long: `shiro is a terminal coding agent. A model reads, searches and edits the code
+and runs commands; every command, search and git call runs in a Docker
+container with the workspace mounted at the same path.
+
+  shiro -p "fix the failing test"     run headless (text on stdout)
+  shiro -p --json "..."               one JSON event per line
+  shiro -c -p "and now the docs"      continue this directory's last session`,
 		Version:       f.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(f.ErrOut, "The chat UI is not built yet. Available now: `shiro tool bash '{\"command\":\"...\"}'`, `shiro sandbox`, `shiro image build`.")
-			return cmd.Help()
+		Args:          cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Prompt = args[0]
+			}
+			return runRoot(cmd, f, opts)
 		},
 	}
 	cmd.SetIn(f.In)
@@ -87,8 +193,17 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	cmd.SetErr(f.ErrOut)
 	cmd.SetFlagErrorFunc(flagErrors)
 	sf.bind(cmd)
+	opts.Model.bind(cmd)
+	fl := cmd.Flags()
+	fl.BoolVarP(&opts.Print, "print", "p", false, "run headless: the prompt from the argument or piped stdin")
+	fl.BoolVar(&opts.JSON, "json", false, "with -p: print every event as one JSON line")
+	fl.BoolVarP(&opts.Continue, "continue", "c", false, "continue the newest session of this directory")
+	fl.StringVarP(&opts.Resume, "resume", "r", "", "resume a session by id or unique prefix")
+	fl.BoolVar(&opts.NoInstructions, "no-instructions", false, "do not load AGENTS.md, CLAUDE.md or .shiro.md")
 	cmd.AddCommand(
 		NewCmdTool(f, sf, nil),
+		NewCmdTools(f),
+		NewCmdSessions(f),
 		NewCmdSandbox(f, sf),
 		NewCmdImage(f, nil),
 		NewCmdHelper(f),

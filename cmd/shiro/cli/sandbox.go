@@ -181,12 +181,12 @@ func newCmdSandboxShell(f *Factory, sf *SandboxFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := sf.config(f, ws)
+			cfg, _, err := f.loadConfig(ws, sf, nil)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			eng, sb, err := orchestrator.OpenDocker(ctx, cfg)
+			eng, sb, err := orchestrator.OpenDocker(ctx, f.sandboxConfig(cfg, ws, sf))
 			if err != nil {
 				return err
 			}

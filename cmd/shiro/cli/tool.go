@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -70,7 +71,7 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := opts.Sandbox.config(f, ws)
+	cfg, _, err := f.loadConfig(ws, opts.Sandbox, nil)
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 		return fmt.Errorf("open the workspace: %w", err)
 	}
 	defer root.Close()
-	sb := orchestrator.NewLazy(cfg)
+	sb := orchestrator.NewLazy(f.sandboxConfig(cfg, ws, opts.Sandbox))
 	defer sb.Close()
 	env := &tools.Env{
 		Workspace: ws,
@@ -102,4 +103,25 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 		return errSilent(1)
 	}
 	return nil
+}
+
+// NewCmdTools builds `shiro tools`: each built-in tool with its set and
+// whether it asks for approval.
+func NewCmdTools(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "tools",
+		Short: "List the built-in tools: name, set, free or gated",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			tw := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+			for _, t := range tools.Builtins() {
+				gate := "free"
+				if tools.IsGated(t) {
+					gate = "gated"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name(), t.Set(), gate)
+			}
+			return tw.Flush()
+		},
+	}
 }

@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/moby/term"
+	"github.com/spf13/cobra"
+
+	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/tools"
+)
+
+// RunOptions are the inputs of `shiro` itself.
+type RunOptions struct {
+	Prompt         string
+	Print          bool
+	JSON           bool
+	Continue       bool
+	Resume         string
+	NoInstructions bool
+	Sandbox        *SandboxFlags
+	Model          *ModelFlags
+}
+
+func runRoot(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
+	if !opts.Print {
+		if opts.JSON {
+			return usagef("--json needs -p")
+		}
+		fmt.Fprintln(f.ErrOut, "The chat UI is not built yet; run headless with -p. Also available: `shiro tool`, `shiro sandbox`, `shiro image build`.")
+		return cmd.Help()
+	}
+	return runHeadless(cmd.Context(), f, opts)
+}
+
+// headlessPrompt is the prompt argument, or trimmed stdin when it is piped.
+func headlessPrompt(f *Factory, arg string) (string, error) {
+	if strings.TrimSpace(arg) != "" {
+		return arg, nil
+	}
+	if _, isTerm := term.GetFdInfo(f.In); !isTerm && f.In != nil {
+		b, err := io.ReadAll(io.LimitReader(f.In, 4<<20))
+		if err != nil {
+			return "", fmt.Errorf("read the prompt from stdin: %w", err)
+		}
+		if s := strings.TrimSpace(string(b)); s != "" {
+			return s, nil
+		}
+	}
+	return "", &ExitError{Code: 1, Err: errors.New("-p needs a prompt argument or piped stdin")}
+}
+
+func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
+	ws, err := f.workspace()
+	if err != nil {
+		return err
+	}
+	cfg, paths, err := f.loadConfig(ws, opts.Sandbox, opts.Model)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	model, err := orchestrator.NewModel(cfg, func(s string) { fmt.Fprintf(f.ErrOut, "[notice] %s\n", s) })
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	prompt, err := headlessPrompt(f, opts.Prompt)
+	if err != nil {
+		return err
+	}
+	st := &store.Store{Dir: paths.SessionsDir()}
+	rec, err := resumeRecord(st, ws, opts)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	if rec.ID == "" {
+		rec = store.NewRecord(ws, cfg.Provider, cfg.Model)
+	}
+	if !cfg.Yolo {
+		fmt.Fprintln(f.ErrOut, "shiro: headless without --yolo: write_file, edit_file, multi_edit and bash will be denied.")
+	}
+	saver := store.NewSaver(st, 0, func(err error) { fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err) })
+	sets, _ := tools.ParseToolSets(cfg.ToolSets, cfg.ToolSetsPresent)
+	printer := newHeadlessPrinter(f.Out, f.ErrOut, opts.JSON)
+	var sess *orchestrator.Session
+	sess, err = orchestrator.NewSession(orchestrator.SessionOptions{
+		Workspace:      ws,
+		Model:          model,
+		Sandbox:        f.sandboxConfig(cfg, ws, opts.Sandbox),
+		ToolSets:       sets,
+		Yolo:           cfg.Yolo,
+		Plugins:        cfg.Plugins,
+		NoInstructions: opts.NoInstructions,
+		PruneThreshold: cfg.CompactThreshold,
+		Reasoning:      llm.Reasoning(cfg.Thinking),
+		History:        rec.Messages,
+		OnChange: func(msgs []llm.Message) {
+			r := rec
+			r.Messages = msgs
+			if sess != nil {
+				u := sess.Agent().Usage()
+				r.InputTokens, r.OutputTokens = rec.InputTokens+u.InputTokens, rec.OutputTokens+u.OutputTokens
+			}
+			saver.Update(r)
+		},
+	})
+	if err != nil {
+		saver.Close()
+		return err
+	}
+	for _, n := range sess.Notices {
+		fmt.Fprintf(f.ErrOut, "[notice] %s\n", n)
+	}
+	sendErr := sess.Send(ctx, prompt, printer.event)
+	closeErr := sess.Close()
+	if err := saver.Close(); err != nil {
+		fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err)
+	}
+	if closeErr != nil {
+		fmt.Fprintf(f.ErrOut, "[notice] closing the sandbox: %v\n", closeErr)
+	}
+	if printer.sawError || sendErr != nil {
+		return errSilent(1)
+	}
+	return nil
+}
+
+// resumeRecord loads the session -c or -r asks for (an empty record when
+// neither).
+func resumeRecord(st *store.Store, ws string, opts *RunOptions) (store.Record, error) {
+	switch {
+	case opts.Continue && opts.Resume != "":
+		return store.Record{}, usagef("-c and -r exclude each other")
+	case opts.Continue:
+		return st.Latest(ws)
+	case opts.Resume != "":
+		return st.Resolve(opts.Resume)
+	}
+	return store.Record{}, nil
+}
