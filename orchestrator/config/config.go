@@ -1,0 +1,280 @@
+// Package config turns shiro's configuration sources into one validated
+// Config: built-in defaults, the user's file, the workspace's
+// .shiro/config.json, SHIRO_* environment variables and command-line flags,
+// in rising precedence.
+//
+// The project file comes with the repository and is untrusted: it may pick
+// the model, the image and the tool sets, but it cannot turn approvals or
+// the guard off, leave the sandbox, choose the API key or where it is sent,
+// or pass host environment variables into the sandbox. Each refused setting
+// becomes a Notice. Its MCP servers are kept apart (ProjectMCPServers) so
+// that they are started inside the sandbox.
+//
+// Neither notices nor errors ever quote the API key or an environment
+// entry's value.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Providers.
+const (
+	ProviderAnthropic        = "anthropic"
+	ProviderOpenAI           = "openai"
+	ProviderOpenAICompatible = "openai-compatible"
+)
+
+// Sandbox networks.
+const (
+	NetworkBridge = "bridge"
+	NetworkNone   = "none"
+)
+
+// Defaults.
+const (
+	DefaultProvider         = ProviderAnthropic
+	DefaultMaxRetries       = 3
+	DefaultCompactThreshold = 120000
+	// guardPlugin is the plugin a project file cannot switch off.
+	guardPlugin = "guard"
+)
+
+// DefaultPlugins are the plugins on when no source names any.
+var DefaultPlugins = []string{guardPlugin, "time"}
+
+// DefaultModel is the model of each provider when none is configured
+// (openai-compatible has none: the server decides what exists).
+var DefaultModel = map[string]string{
+	ProviderAnthropic: "claude-sonnet-4-5",
+	ProviderOpenAI:    "gpt-5",
+}
+
+// DefaultBaseURL is the API root of each provider when none is configured
+// (openai-compatible needs one).
+var DefaultBaseURL = map[string]string{
+	ProviderAnthropic: "https://api.anthropic.com/v1",
+	ProviderOpenAI:    "https://api.openai.com/v1",
+}
+
+var (
+	providers = []string{ProviderAnthropic, ProviderOpenAI, ProviderOpenAICompatible}
+	networks  = []string{NetworkBridge, NetworkNone}
+	thinkings = []string{"off", "low", "medium", "high", "max"}
+)
+
+// Config is the resolved configuration of a session.
+type Config struct {
+	// Provider is anthropic, openai or openai-compatible.
+	Provider string
+	Model    string
+	// BaseURL is the API root; it never comes from a project file.
+	BaseURL string
+	// APIKey may be empty (openai-compatible servers often need none; for
+	// the others the front end asks for one). Never print it.
+	APIKey     string
+	MaxRetries int
+	// ToolSets are the optional tool sets named by the toolSets key, with
+	// unknown names dropped. ToolSetsPresent is false when no source set the
+	// key, which means every set; present and empty means core only.
+	ToolSets        []string
+	ToolSetsPresent bool
+	// Plugins are the enabled built-in plugins, in order.
+	Plugins []string
+	// Yolo skips approval prompts (the guard still runs). Only the user's
+	// file and flags can set it.
+	Yolo bool
+	// Thinking is off, low, medium, high or max; empty means the agent
+	// variant's default.
+	Thinking string
+	Sandbox  Sandbox
+	// MCPServers are the user's servers (run on the host), name → the
+	// server's JSON object.
+	MCPServers map[string]json.RawMessage
+	// ProjectMCPServers are the project file's servers; they must run in
+	// the sandbox.
+	ProjectMCPServers map[string]json.RawMessage
+	// CompactThreshold is the estimated token count that triggers
+	// compaction.
+	CompactThreshold int
+}
+
+// APIKeyRequired reports whether the provider needs a key
+// (openai-compatible servers may be keyless).
+func (c Config) APIKeyRequired() bool { return c.Provider != ProviderOpenAICompatible }
+
+// Sandbox configures the container. Zero limits mean the sandbox's
+// defaults.
+type Sandbox struct {
+	// Image is an image reference; empty means the built-in image.
+	Image string
+	// Network is bridge or none.
+	Network string
+	// Memory is the memory limit in bytes (the file says "4g").
+	Memory int64
+	CPUs   float64
+	Pids   int64
+	// Env lists NAME (the host's value, user file and flags only) or
+	// NAME=value entries. Never print it.
+	Env []string
+	// NoSandbox runs commands on the host. Only the user's file and flags
+	// can set it.
+	NoSandbox bool
+}
+
+// Overrides are the command-line flags; nil means the flag was not given.
+type Overrides struct {
+	Provider *string
+	Model    *string
+	BaseURL  *string
+	Thinking *string
+	Yolo     *bool
+	ToolSets *[]string
+	// Plugins replaces the plugin list (--no-plugins is an empty list: the
+	// user may turn the guard off, a project may not).
+	Plugins   *[]string
+	Image     *string
+	Network   *string
+	Memory    *string
+	CPUs      *float64
+	Pids      *int64
+	NoSandbox *bool
+	// Env is appended to the configured entries.
+	Env []string
+}
+
+// Notice is a warning about the configuration: an unknown key, a refused
+// project setting, an unknown tool set. Loading goes on.
+type Notice struct {
+	// File is the file the notice is about, as shown to the user.
+	File string
+	// Key is the config key, dotted for nested keys ("sandbox.env").
+	Key     string
+	Message string
+}
+
+func (n Notice) String() string {
+	if n.File == "" {
+		return n.Message
+	}
+	return n.File + ": " + n.Message
+}
+
+// Error is a configuration error with where it was found. Line and Column
+// are 1-based and zero when unknown; Key is empty for syntax errors.
+type Error struct {
+	File   string
+	Line   int
+	Column int
+	Key    string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
+	}
+	if loc == "" {
+		return e.Err.Error()
+	}
+	return loc + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Save edits the user's config file: it reads the file (an absent file is
+// an empty object), lets edit change the document, checks that the result
+// is still a valid configuration, and writes it back pretty-printed with a
+// trailing newline, atomically and with mode 0600 (it may hold an API key).
+// Keys edit does not touch are kept (in sorted order).
+func Save(p Paths, edit func(doc map[string]any) error) error {
+	if p.ConfigDir == "" {
+		return errors.New("save config: no config directory")
+	}
+	file := p.ConfigFile()
+	doc := map[string]any{}
+	data, err := os.ReadFile(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("save config: %w", err)
+	case len(bytes.TrimSpace(data)) > 0:
+		// Only the syntax must be sound: edit may be what fixes a bad value.
+		if err := checkSyntax(data, file); err != nil {
+			return fmt.Errorf("save config: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber() // keep numbers exactly as written
+		if err := dec.Decode(&doc); err != nil {
+			return fmt.Errorf("save config: %w", err)
+		}
+	}
+	if err := edit(doc); err != nil {
+		return fmt.Errorf("save config: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("save config: %w", err)
+	}
+	if _, _, err := parseFile(buf.Bytes(), file); err != nil {
+		// The position would be in a file that was never written.
+		if ce, ok := errors.AsType[*Error](err); ok {
+			err = ce.Err
+		}
+		return fmt.Errorf("save config: refusing to write an invalid file: %w", err)
+	}
+	if err := writeFileAtomic(file, buf.Bytes()); err != nil {
+		return fmt.Errorf("save config: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces name with data so that a reader (or a crash)
+// sees the old file or the new one, never a part: a temporary file in the
+// same directory, fsync, rename, fsync of the directory.
+func writeFileAtomic(name string, data []byte) (err error) {
+	dir := filepath.Dir(name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), name); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // best effort: the rename is durable on most filesystems anyway
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+// Package store keeps session records: one pretty-printed JSON file per
+// session, <dir>/<id>.json, replaced atomically on every save so that a
+// crash never leaves half a record. Ids are UUIDv7. Records are listed
+// newest first, looked up by directory (shiro -c) or by id prefix
+// (shiro -r), and saved in the background by a Saver.
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/shiroagent/shiro/agent/llm"
+)
+
+// Record is one saved session.
+type Record struct {
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"createdAt"`
+	// UpdatedAt is stamped by every save.
+	UpdatedAt    time.Time `json:"updatedAt"`
+	Cwd          string    `json:"cwd"`
+	Provider     string    `json:"provider"`
+	Model        string    `json:"model"`
+	Title        string    `json:"title"`
+	InputTokens  int       `json:"inputTokens"`
+	OutputTokens int       `json:"outputTokens"`
+	// Todos is the session's task list, kept as the todo tool wrote it.
+	Todos    json.RawMessage `json:"todos,omitempty"`
+	Messages []llm.Message   `json:"messages"`
+}
+
+// NewRecord starts the record of a new session.
+func NewRecord(cwd, provider, model string) Record {
+	return Record{ID: NewID(), CreatedAt: time.Now().UTC(), Cwd: cwd, Provider: provider, Model: model}
+}
+
+// Untitled is the title of a session without a user message.
+const Untitled = "untitled"
+
+// titleLen is where a title is cut (then "..." is added).
+const titleLen = 60
+
+// Title names a session after its first user message with text: the text
+// with runs of white space made single spaces, cut at 60 characters plus
+// "...". Without one it is "untitled".
+func Title(messages []llm.Message) string {
+	for _, m := range messages {
+		if m.Role != llm.RoleUser {
+			continue
+		}
+		var texts []string
+		for _, p := range m.Parts {
+			if p.Type == llm.PartText {
+				texts = append(texts, p.Text)
+			}
+		}
+		t := strings.Join(strings.Fields(strings.Join(texts, " ")), " ")
+		if t == "" {
+			continue
+		}
+		if utf8.RuneCountInString(t) > titleLen {
+			t = string([]rune(t)[:titleLen]) + "..."
+		}
+		return t
+	}
+	return Untitled
+}
+
+// Store reads and writes records in Dir (Paths.SessionsDir()).
+type Store struct {
+	Dir string
+}
+
+// recent is how many of the newest records Latest and Resolve search.
+const recent = 100
+
+var (
+	// ErrNoSessionHere is Latest's error when no recent session ran in the
+	// directory.
+	ErrNoSessionHere = errors.New("no saved session for this directory")
+	// ErrBadID is the error of an id that is not a UUID (it could name a
+	// file outside the store).
+	ErrBadID = errors.New("not a session id")
+)
+
+// NoMatchError is Resolve's error when no session, or more than one,
+// matches.
+type NoMatchError struct {
+	Query string
+}
+
+func (e *NoMatchError) Error() string { return fmt.Sprintf("no session matching %q", e.Query) }
+
+func (s *Store) path(id string) string { return filepath.Join(s.Dir, id+".json") }
+
+// Save writes rec: it gives rec an id and a creation time when it has
+// none, a title when it is untitled, and stamps UpdatedAt. The file is
+// replaced atomically (a temporary file in the same directory, fsync,
+// rename), mode 0600 in a 0700 directory.
+func (s *Store) Save(rec *Record) error {
+	if rec.ID == "" {
+		rec.ID = NewID()
+	}
+	if !validID(rec.ID) {
+		return fmt.Errorf("save session %q: %w", rec.ID, ErrBadID)
+	}
+	now := time.Now().UTC()
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = now
+	}
+	rec.UpdatedAt = now
+	// A title stays once given: compaction may replace the first message.
+	if rec.Title == "" || rec.Title == Untitled {
+		rec.Title = Title(rec.Messages)
+	}
+	out := *rec
+	out.Messages = storable(rec.Messages)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("save session %s: %w", rec.ID, err)
+	}
+	if err := writeFileAtomic(s.path(rec.ID), buf.Bytes()); err != nil {
+		return fmt.Errorf("save session %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// Load reads the record with exactly this id.
+func (s *Store) Load(id string) (Record, error) {
+	if !validID(id) {
+		return Record{}, fmt.Errorf("load session %q: %w", id, ErrBadID)
+	}
+	data, err := os.ReadFile(s.path(id))
+	if err != nil {
+		return Record{}, fmt.Errorf("load session %s: %w", id, err)
+	}
+	var rec Record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return Record{}, fmt.Errorf("load session %s: %w", id, err)
+	}
+	restore(&rec)
+	return rec, nil
+}
+
+// storable returns messages ready for encoding/json: a tool call's input
+// that is not valid JSON (a model may send that; the agent answers it with
+// a tool error) is stored as a JSON string, which restore turns back into
+// the raw bytes. Valid inputs are objects, so a string cannot be mistaken.
+// The messages are copied only where they change.
+func storable(msgs []llm.Message) []llm.Message {
+	if msgs == nil {
+		return []llm.Message{}
+	}
+	invalid := func(p llm.Part) bool { return len(p.Input) > 0 && !json.Valid(p.Input) }
+	out := msgs
+	for i, m := range msgs {
+		if !slices.ContainsFunc(m.Parts, invalid) {
+			continue
+		}
+		if &out[0] == &msgs[0] {
+			out = slices.Clone(msgs)
+		}
+		parts := slices.Clone(m.Parts)
+		for j, p := range parts {
+			if invalid(p) {
+				parts[j].Input, _ = json.Marshal(string(p.Input)) // a string always encodes
+			}
+		}
+		out[i].Parts = parts
+	}
+	return out
+}
+
+// restore undoes storable, and compacts inputs and todos that the
+// pretty-printer indented, so a round trip gives back the bytes a model sent
+// (providers that echo arguments as text then see them unchanged).
+func restore(rec *Record) {
+	compact := func(raw json.RawMessage) json.RawMessage {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) != nil {
+			return raw
+		}
+		return buf.Bytes()
+	}
+	if len(rec.Todos) > 0 {
+		rec.Todos = compact(rec.Todos)
+	}
+	for i := range rec.Messages {
+		for j := range rec.Messages[i].Parts {
+			p := &rec.Messages[i].Parts[j]
+			if len(p.Input) == 0 {
+				continue
+			}
+			var s string
+			if p.Input[0] == '"' && json.Unmarshal(p.Input, &s) == nil {
+				p.Input = json.RawMessage(s)
+				continue
+			}
+			p.Input = compact(p.Input)
+		}
+	}
+}
+
+// skipped reads past a JSON value without keeping it (it is still checked).
+type skipped struct{}
+
+func (*skipped) UnmarshalJSON([]byte) error { return nil }
+
+// summary is a record without its messages, for listing.
+type summary struct {
+	Record
+	Messages skipped `json:"messages"`
+}
+
+// List returns the records, newest update first, at most limit of them
+// (limit <= 0: all). Listed records carry no messages; Load reads one
+// whole. Files that do not parse are skipped; a missing directory is an
+// empty list.
+func (s *Store) List(limit int) ([]Record, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	var recs []Record
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !validID(id) || !e.Type().IsRegular() {
+			continue // temporary files start with a dot
+		}
+		data, err := os.ReadFile(filepath.Join(s.Dir, e.Name()))
+		if err != nil {
+			continue // removed meanwhile, unreadable: not a session we can resume
+		}
+		var sum summary
+		if json.Unmarshal(data, &sum) != nil || sum.ID != id {
+			continue
+		}
+		recs = append(recs, sum.Record)
+	}
+	slices.SortFunc(recs, func(a, b Record) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	if limit > 0 && len(recs) > limit {
+		recs = recs[:limit]
+	}
+	return recs, nil
+}
+
+// Latest returns the newest session that ran in cwd, among the 100 newest.
+func (s *Store) Latest(cwd string) (Record, error) {
+	recs, err := s.List(recent)
+	if err != nil {
+		return Record{}, err
+	}
+	for _, r := range recs {
+		if r.Cwd == cwd {
+			return s.Load(r.ID)
+		}
+	}
+	return Record{}, ErrNoSessionHere
+}
+
+// Resolve finds a session by its exact id, else by a prefix that matches
+// exactly one of the 100 newest. Case does not matter.
+func (s *Store) Resolve(query string) (Record, error) {
+	q := strings.ToLower(strings.TrimSpace(query))
+	if validID(q) {
+		rec, err := s.Load(q)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return rec, err
+		}
+	}
+	if q == "" || strings.Trim(q, "0123456789abcdef-") != "" {
+		return Record{}, &NoMatchError{Query: query}
+	}
+	recs, err := s.List(recent)
+	if err != nil {
+		return Record{}, err
+	}
+	var match string
+	for _, r := range recs {
+		if strings.HasPrefix(r.ID, q) {
+			if match != "" {
+				return Record{}, &NoMatchError{Query: query} // ambiguous
+			}
+			match = r.ID
+		}
+	}
+	if match == "" {
+		return Record{}, &NoMatchError{Query: query}
+	}
+	return s.Load(match)
+}
+
+// writeFileAtomic replaces name with data so that a reader (or a crash)
+// sees the old file or the new one, never a part.
+func writeFileAtomic(name string, data []byte) (err error) {
+	dir := filepath.Dir(name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), name); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // best effort: makes the rename itself durable
+		d.Close()
+	}
+	return nil
+}
