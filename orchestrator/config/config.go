@@ -67,6 +67,9 @@ var (
 	providers = []string{ProviderAnthropic, ProviderOpenAI, ProviderOpenAICompatible}
 	networks  = []string{NetworkBridge, NetworkNone}
 	thinkings = []string{"off", "low", "medium", "high", "max"}
+	// openaiAPIs choose the OpenAI protocol: auto (the official endpoint's
+	// chat → responses fallback; chat completions elsewhere), chat, responses.
+	openaiAPIs = []string{"auto", "chat", "responses"}
 )
 
 // Config is the resolved configuration of a session.
@@ -93,7 +96,10 @@ type Config struct {
 	// Thinking is off, low, medium, high or max; empty means the agent
 	// variant's default.
 	Thinking string
-	Sandbox  Sandbox
+	// OpenAIAPI is auto (or empty), chat or responses (openaiAPI,
+	// SHIRO_OPENAI_API): which OpenAI protocol to speak.
+	OpenAIAPI string
+	Sandbox   Sandbox
 	// MCPServers are the user's servers (run on the host), name → the
 	// server's JSON object.
 	MCPServers map[string]json.RawMessage

@@ -160,6 +160,7 @@ func readCapped(r io.Reader, name string) ([]byte, error) {
 // layer is what one source sets; nil means not set.
 type layer struct {
 	Provider, Model, BaseURL, APIKey, Thinking *string
+	OpenAIAPI                                  *string
 	MaxRetries, CompactThreshold               *int
 	ToolSets, Plugins                          *[]string
 	Yolo                                       *bool
@@ -173,7 +174,7 @@ type layer struct {
 
 // The keys a file may hold.
 var (
-	topKeys     = []string{"provider", "model", "baseURL", "apiKey", "maxRetries", "toolSets", "plugins", "yolo", "thinking", "sandbox", "mcpServers", "compactThreshold"}
+	topKeys     = []string{"provider", "model", "baseURL", "apiKey", "maxRetries", "toolSets", "plugins", "yolo", "thinking", "sandbox", "mcpServers", "compactThreshold", "openaiAPI"}
 	sandboxKeys = []string{"image", "network", "memory", "cpus", "pids", "env", "noSandbox"}
 )
 
@@ -299,6 +300,8 @@ func (p *parser) top(l *layer, m member) error {
 		return p.str(m, &l.APIKey)
 	case "thinking":
 		return p.oneOf(m, &l.Thinking, thinkings)
+	case "openaiAPI":
+		return p.oneOf(m, &l.OpenAIAPI, openaiAPIs)
 	case "maxRetries":
 		if err := p.decode(m, &l.MaxRetries, "a whole number", "a number"); err != nil || l.MaxRetries == nil {
 			return err
@@ -620,6 +623,7 @@ func (m *merger) overlay(l *layer) {
 	set(&m.l.BaseURL, l.BaseURL)
 	set(&m.l.APIKey, l.APIKey)
 	set(&m.l.Thinking, l.Thinking)
+	set(&m.l.OpenAIAPI, l.OpenAIAPI)
 	set(&m.l.Image, l.Image)
 	set(&m.l.Network, l.Network)
 	set(&m.l.Memory, l.Memory)
@@ -669,7 +673,12 @@ func envLayer(getenv func(string) (string, bool)) (*layer, error) {
 		}
 		return nil
 	}
-	l := &layer{Provider: get("SHIRO_PROVIDER"), Model: get("SHIRO_MODEL"), BaseURL: get("SHIRO_BASE_URL"), APIKey: get("SHIRO_API_KEY")}
+	l := &layer{Provider: get("SHIRO_PROVIDER"), Model: get("SHIRO_MODEL"), BaseURL: get("SHIRO_BASE_URL"), APIKey: get("SHIRO_API_KEY"), OpenAIAPI: get("SHIRO_OPENAI_API")}
+	if l.OpenAIAPI != nil {
+		if err := checkOneOf("SHIRO_OPENAI_API", *l.OpenAIAPI, openaiAPIs); err != nil {
+			return nil, &Error{Key: "SHIRO_OPENAI_API", Err: err}
+		}
+	}
 	if l.Provider != nil {
 		if err := checkOneOf("SHIRO_PROVIDER", *l.Provider, providers); err != nil {
 			return nil, &Error{Key: "SHIRO_PROVIDER", Err: err}
@@ -743,6 +752,7 @@ func (m *merger) finish(getenv func(string) (string, bool)) Config {
 	c := Config{
 		Provider:          or(l.Provider, DefaultProvider),
 		Thinking:          or(l.Thinking, ""),
+		OpenAIAPI:         or(l.OpenAIAPI, ""),
 		MaxRetries:        DefaultMaxRetries,
 		CompactThreshold:  DefaultCompactThreshold,
 		Plugins:           slices.Clone(DefaultPlugins),
