@@ -75,6 +75,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	messages []llm.Message
+	size     int // JSON length of messages, kept as they are appended
 	allowed  map[string]bool // tools allowed for the rest of the session
 	usage    llm.Usage
 	running  map[string]context.CancelCauseFunc // tool calls in flight, by call id
@@ -121,6 +122,7 @@ func (a *Agent) Messages() []llm.Message {
 func (a *Agent) Replace(messages []llm.Message) {
 	a.mu.Lock()
 	a.messages = append([]llm.Message(nil), messages...)
+	a.size = jsonLen(a.messages)
 	a.mu.Unlock()
 }
 
@@ -170,18 +172,44 @@ func (a *Agent) InterruptTools() []string {
 }
 
 // EstimatedTokens is the size estimate used for pruning: JSON length / 4.
+// It is kept up to date as messages are added, not recomputed.
 func (a *Agent) EstimatedTokens() int {
-	return EstimateTokens(a.Messages())
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return (a.size + 2) / 4
 }
 
 // EstimateTokens estimates the tokens of messages (JSON length / 4).
 func EstimateTokens(messages []llm.Message) int {
-	b, _ := json.Marshal(messages)
-	return (len(b) + 2) / 4
+	return (jsonLen(messages) + 2) / 4
+}
+
+// jsonLen is the length of messages as a JSON array.
+func jsonLen(messages []llm.Message) int {
+	n := 2 // []
+	for i, m := range messages {
+		if i > 0 {
+			n++ // ,
+		}
+		n += messageLen(m)
+	}
+	return n
+}
+
+func messageLen(m llm.Message) int {
+	b, _ := json.Marshal(m)
+	return len(b)
 }
 
 func (a *Agent) append(m llm.Message) {
+	size := messageLen(m)
 	a.mu.Lock()
+	if len(a.messages) > 0 {
+		a.size++
+	} else {
+		a.size = 2
+	}
+	a.size += size
 	a.messages = append(a.messages, m)
 	msgs := append([]llm.Message(nil), a.messages...)
 	onChange := a.cfg.OnChange
@@ -280,7 +308,7 @@ func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Us
 	}
 	history := a.Messages()
 	wire := history
-	if EstimateTokens(history) > a.cfg.PruneThreshold {
+	if a.EstimatedTokens() > a.cfg.PruneThreshold {
 		wire = Prune(history, a.cfg.PruneThreshold)
 		emit(Event{Type: EventCompacted, Before: len(history), After: len(wire)})
 	}

@@ -112,3 +112,19 @@ func TestPruneCutAtTheWindowEdgeDropsTheResultWithItsCall(t *testing.T) {
 		}
 	}
 }
+
+func TestEstimateIsKeptUpToDate(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, agent.Config{Tools: tools(&fakeTool{name: "read_file"})},
+		step{calls: []llm.Part{call("c1", "read_file", `{"path":"x"}`)}}, step{text: "fine"})
+	if err := h.send(t, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.agent.EstimatedTokens(), agent.EstimateTokens(h.agent.Messages()); got != want {
+		t.Errorf("kept estimate %d, recomputed %d", got, want)
+	}
+	h.agent.Replace(h.agent.Messages()[:1])
+	if got, want := h.agent.EstimatedTokens(), agent.EstimateTokens(h.agent.Messages()); got != want {
+		t.Errorf("after Replace: kept %d, recomputed %d", got, want)
+	}
+}

@@ -15,9 +15,17 @@ import (
 func main() {
 	ctx := context.Background()
 	r := &report{}
-	if err := sandboxBench(ctx, r); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: sandbox:", err)
-		os.Exit(1)
+	for _, b := range []struct {
+		name string
+		run  func(context.Context, *report) error
+	}{
+		{"sandbox", sandboxBench},
+		{"loop", loopBench},
+	} {
+		if err := b.run(ctx, r); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", b.name, err)
+			os.Exit(1)
+		}
 	}
 	r.print()
 	if r.failed {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Reply is what the server answers to one request. The zero Reply is an
@@ -67,7 +68,16 @@ type Server struct {
 	mu       sync.Mutex
 	script   []Reply
 	requests []Request
+	busy     time.Duration
 	srv      *httptest.Server
+}
+
+// Busy is the total time the server spent answering model calls, so a
+// benchmark can subtract it from a client's wall time.
+func (s *Server) Busy() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
 }
 
 // New starts a server answering with replies in order; once they run out it
@@ -89,6 +99,14 @@ func Start(replies ...Reply) *Server {
 
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
+
+// DiscardRequests forgets the recorded requests (a benchmark measuring its
+// own memory does not want them counted).
+func (s *Server) DiscardRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = nil
+}
 
 // Push appends replies to the script.
 func (s *Server) Push(replies ...Reply) {
@@ -120,6 +138,12 @@ func (s *Server) next(r Request) Reply {
 
 // ServeHTTP dispatches on the path's last segments.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	defer func() {
+		s.mu.Lock()
+		s.busy += time.Since(start)
+		s.mu.Unlock()
+	}()
 	body, _ := io.ReadAll(r.Body)
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	switch {
