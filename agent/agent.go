@@ -75,7 +75,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	messages []llm.Message
-	size     int // JSON length of messages, kept as they are appended
+	size     int             // JSON length of messages, kept as they are appended
 	allowed  map[string]bool // tools allowed for the rest of the session
 	usage    llm.Usage
 	running  map[string]context.CancelCauseFunc // tool calls in flight, by call id
