@@ -41,6 +41,9 @@ const (
 	// GrepTimeout bounds one search.
 	GrepTimeout = 60 * time.Second
 
+	// grepPendingBytes bounds the rg output held while the walk runs.
+	grepPendingBytes = 16 << 20
+
 	grepDefaultInclude = "**/*"
 	grepNoMatches      = "No matches."
 )
@@ -150,12 +153,13 @@ func (f includeFilter) rgGlob() string {
 
 // rgBaseArgs are the flags of every rg run: the spec's (--line-number
 // --no-heading --color never --max-count 200, --ignore-case) and, so that
-// rg's output matches the Go search byte for byte: no config file, NUL
-// after the path (paths may hold colons), raw bytes (no UTF-16 BOM
-// sniffing: such files are binary by the shared rule).
+// rg's output matches the Go search byte for byte: no config file, the
+// path on every line (even for one file named), a NUL after it (paths may
+// hold colons), raw bytes (no UTF-16 BOM sniffing: such files are binary
+// by the shared rule).
 func rgBaseArgs(p *grepParams) []string {
 	args := []string{"rg", "--no-config", "--line-number", "--no-heading", "--color", "never",
-		"--max-count", strconv.Itoa(GrepHitLimit), "--null", "--encoding", "none"}
+		"--max-count", strconv.Itoa(GrepHitLimit), "--with-filename", "--null", "--encoding", "none"}
 	if p.IgnoreCase {
 		args = append(args, "--ignore-case")
 	}
@@ -203,11 +207,11 @@ const rgArgBytes = 256 << 10
 //
 // rg searches the workspace while the walker lists, on the host, the files
 // the search may report. rg's own rules (.gitignore, nested, outside a git
-// repository too) pick a superset of the walker's files unless a
-// .shiroignore re-includes something (a "!" rule) or a .rgignore (which rg
-// always reads) excludes something; hits outside the walker's files are
-// dropped. In those two cases rg searches the walker's files by name
-// instead.
+// repository too) pick a superset of the walker's files, except below a
+// .shiroignore with a "!" rule (which may re-include what .gitignore
+// ignores) or a .rgignore (which rg always reads): hits outside the
+// walker's files are dropped, and the walker's files below those
+// directories are given to rg by name instead.
 func (g *grepTool) searchRg(ctx context.Context, env *Env, p *grepParams, inc includeFilter) (res Result, done bool, err error) {
 	walkCtx, cancelWalk := context.WithCancel(ctx)
 	treeCtx, cancelTree := context.WithCancel(walkCtx)
@@ -220,24 +224,46 @@ func (g *grepTool) searchRg(ctx context.Context, env *Env, p *grepParams, inc in
 	}()
 
 	hits := newHitSet(GrepHitLimit)
-	var notices []string
+	var notices []*rgBlock
+	accept := func(b *rgBlock) {
+		switch {
+		case !scope.fromTree(b.path):
+		case b.binary:
+			notices = append(notices, b)
+		default:
+			hits.addBlock(b)
+		}
+	}
+	// Until the walk is done, blocks wait in pending (up to a bound, then
+	// rg waits): stopping rg's output would stall its search.
+	var pending []*rgBlock
+	pendingBytes := 0
+	flushPending := func() {
+		for _, b := range pending {
+			accept(b)
+		}
+		pending = nil
+	}
 	parser := &rgParser{stripDot: true, block: func(b *rgBlock) bool {
 		select {
 		case <-scope.done:
-		case <-treeCtx.Done():
+		default:
+			if pendingBytes < grepPendingBytes {
+				pending = append(pending, b)
+				pendingBytes += b.size()
+				return true
+			}
+			select {
+			case <-scope.done:
+			case <-treeCtx.Done():
+				return false
+			}
+		}
+		if scope.err != nil || scope.allByName {
 			return false
 		}
-		if scope.err != nil || scope.byName {
-			return false
-		}
-		if _, ok := scope.files[b.path]; !ok {
-			return true
-		}
-		if b.binary {
-			notices = append(notices, b.path)
-			return true
-		}
-		hits.addBlock(b)
+		flushPending()
+		accept(b)
 		return true
 	}, wanted: func(path string) bool { return hits.wouldKeep(path) }}
 
@@ -257,9 +283,9 @@ func (g *grepTool) searchRg(ctx context.Context, env *Env, p *grepParams, inc in
 	case runErr != nil && !treeCancelled:
 		return Result{}, false, fmt.Errorf("run rg: %w", runErr)
 	case treeCancelled:
-		// The walk found that rg must search by name.
+		// The walk found that rg must be given every file by name.
 	case run.TimedOut:
-		return Errorf("grep timed out after %s; narrow the search with include or a more specific pattern.", GrepTimeout), true, nil
+		return grepTimedOut(), true, nil
 	case run.ExitCode > 1:
 		if msg := stderr.String(); isRegexError(msg) {
 			return Errorf("Invalid regex: %s", strings.TrimSpace(msg)), true, nil
@@ -282,14 +308,26 @@ func (g *grepTool) searchRg(ctx context.Context, env *Env, p *grepParams, inc in
 		}
 		return Result{}, false, scope.err
 	}
-	if scope.byName {
+	var byName []string
+	if !scope.allByName {
+		flushPending()
+	}
+	if scope.allByName {
 		hits = newHitSet(GrepHitLimit)
 		notices = nil
-		list := scope.list
-		if len(list) == 0 {
-			list = []string{os.DevNull} // still let rg judge the pattern
+		byName = scope.files
+		if len(byName) == 0 {
+			byName = []string{os.DevNull} // still let rg judge the pattern
 		}
-		r, ok, err := rgFiles(ctx, env, p, list, false, hits, &notices)
+	} else if len(scope.below) > 0 {
+		for _, f := range scope.files {
+			if !scope.fromTree(f) {
+				byName = append(byName, f)
+			}
+		}
+	}
+	if len(byName) > 0 {
+		r, ok, err := rgFiles(ctx, env, p, byName, false, hits, &notices)
 		if err != nil || !ok || r.IsError {
 			return r, ok, err
 		}
@@ -299,9 +337,12 @@ func (g *grepTool) searchRg(ctx context.Context, env *Env, p *grepParams, inc in
 	// text (their first NUL is past the sniffed bytes) are searched again
 	// as text, whole.
 	var text []string
-	for _, name := range notices {
-		if head, err := readHead(env.Root, name); err == nil && !IsBinary(head) {
-			text = append(text, name)
+	for _, b := range notices {
+		if b.nulAt >= 0 && b.nulAt < BinarySniff {
+			continue // rg's offset is that of the first NUL
+		}
+		if head, err := readHead(env.Root, b.path); err == nil && !IsBinary(head) {
+			text = append(text, b.path)
 		}
 	}
 	if len(text) > 0 {
@@ -314,9 +355,13 @@ func (g *grepTool) searchRg(ctx context.Context, env *Env, p *grepParams, inc in
 	return Text(hits.render()), true, nil
 }
 
+func grepTimedOut() Result {
+	return Errorf("grep timed out after %s; narrow the search with include or a more specific pattern.", GrepTimeout)
+}
+
 // rgFiles searches files by name, in batches that fit an argv, adding the
 // hits to hits and the names of matching binary files to notices.
-func rgFiles(ctx context.Context, env *Env, p *grepParams, files []string, text bool, hits *hitSet, notices *[]string) (Result, bool, error) {
+func rgFiles(ctx context.Context, env *Env, p *grepParams, files []string, text bool, hits *hitSet, notices *[]*rgBlock) (Result, bool, error) {
 	for len(files) > 0 {
 		n, size := 0, 0
 		for n < len(files) && (n == 0 || size+len(files[n])+1 <= rgArgBytes) {
@@ -328,7 +373,7 @@ func rgFiles(ctx context.Context, env *Env, p *grepParams, files []string, text 
 		parser := &rgParser{block: func(b *rgBlock) bool {
 			if b.binary {
 				if notices != nil {
-					*notices = append(*notices, b.path)
+					*notices = append(*notices, b)
 				}
 				return true
 			}
@@ -349,7 +394,7 @@ func rgFiles(ctx context.Context, env *Env, p *grepParams, files []string, text 
 		case err != nil:
 			return Result{}, false, fmt.Errorf("run rg: %w", err)
 		case run.TimedOut:
-			return Errorf("grep timed out after %s; narrow the search with include or a more specific pattern.", GrepTimeout), true, nil
+			return grepTimedOut(), true, nil
 		case run.ExitCode > 1:
 			if msg := stderr.String(); isRegexError(msg) {
 				return Errorf("Invalid regex: %s", strings.TrimSpace(msg)), true, nil
@@ -395,29 +440,34 @@ func isRegexError(stderr string) bool {
 }
 
 // grepScope is what the walker says about a search: the files it may
-// report, and whether rg must be given them by name.
+// report, and which of them rg must be given by name.
 type grepScope struct {
-	files  map[string]struct{}
-	list   []string // files, sorted
-	byName bool
-	err    error
-	done   chan struct{}
+	files []string // sorted
+	// below holds the directories under which rg's traversal may miss a
+	// file ("" for all of them: allByName).
+	below     map[string]bool
+	allByName bool
+	err       error
+	done      chan struct{}
 }
 
-// walk fills the scope and closes done. When rg must search by name it
-// calls stopTree, so the tree search ends early.
+// walk fills the scope and closes done. When rg must be given every file
+// by name it calls stopTree, so the tree search ends early.
 func (s *grepScope) walk(ctx context.Context, env *Env, includeIgnored bool, inc includeFilter, stopTree func()) {
 	defer close(s.done)
-	files := map[string]struct{}{}
-	var list []string
+	var files []string
 	dirs := map[string]bool{"": true}
+	last := ""
 	err := Walk(ctx, env.Root, WalkOptions{IncludeIgnored: includeIgnored}, func(p string, mode fs.FileMode) error {
-		for d := parentDir(p); !dirs[d]; d = parentDir(d) {
-			dirs[d] = true
+		// Files come directory by directory: note each directory once.
+		if d := parentDir(p); d != last {
+			last = d
+			for ; !dirs[d]; d = parentDir(d) {
+				dirs[d] = true
+			}
 		}
 		if mode&fs.ModeSymlink == 0 && inc.match(p) {
-			files[p] = struct{}{}
-			list = append(list, p)
+			files = append(files, p)
 		}
 		return nil
 	})
@@ -425,11 +475,39 @@ func (s *grepScope) walk(ctx context.Context, env *Env, includeIgnored bool, inc
 		s.err = fmt.Errorf("list files to search: %w", err)
 		return
 	}
-	slices.Sort(list)
-	s.files, s.list = files, list
-	if !includeIgnored && needsByName(env, dirs) {
-		s.byName = true
-		stopTree()
+	slices.Sort(files)
+	s.files = files
+	if !includeIgnored {
+		s.below = byNameDirs(env, dirs)
+		if s.below[""] {
+			s.allByName = true
+			stopTree()
+		}
+	}
+}
+
+// has reports whether the walker yields file p.
+func (s *grepScope) has(p string) bool {
+	_, ok := slices.BinarySearch(s.files, p)
+	return ok
+}
+
+// fromTree reports whether rg's traversal reports p exactly: the walker
+// yields it and no directory above it needs searching by name.
+func (s *grepScope) fromTree(p string) bool {
+	if !s.has(p) {
+		return false
+	}
+	if len(s.below) == 0 {
+		return true
+	}
+	for d := parentDir(p); ; d = parentDir(d) {
+		if s.below[d] {
+			return false
+		}
+		if d == "" {
+			return true
+		}
 	}
 }
 
@@ -440,23 +518,46 @@ func parentDir(p string) string {
 	return ""
 }
 
-// needsByName reports whether rg's own traversal could miss a file the
-// walker yields: a .rgignore (rg reads it; the walker does not) or a
-// .shiroignore with a "!" rule in a directory above a yielded file. Only
-// those directories matter: elsewhere there is nothing to miss.
-func needsByName(env *Env, dirs map[string]bool) bool {
+// byNameDirs returns the directories (of dirs: those above a yielded file,
+// elsewhere there is nothing to miss) under which rg's traversal could
+// miss a file the walker yields: those holding a .rgignore (rg reads it;
+// the walker does not), a .shiroignore with a "!" rule, or a nested
+// repository's .git/info/exclude with rules (rg reads those; the walker
+// reads only the workspace's).
+func byNameDirs(env *Env, dirs map[string]bool) map[string]bool {
+	below := map[string]bool{}
 	for d := range dirs {
 		// Existence only, outside the root for speed (os.Root resolves
 		// each component); the content is read through the root.
 		base := filepath.Join(env.Workspace, filepath.FromSlash(d))
 		if _, err := os.Lstat(filepath.Join(base, ".rgignore")); err == nil {
-			return true
+			below[d] = true
+			continue
 		}
 		if fi, err := os.Lstat(filepath.Join(base, ".shiroignore")); err == nil && fi.Mode().IsRegular() {
 			data, err := env.Root.ReadFile(path.Join(displayRel(d), ".shiroignore"))
 			if err == nil && hasNegation(data) {
-				return true
+				below[d] = true
+				continue
 			}
+		}
+		if d != "" {
+			if _, err := os.Lstat(filepath.Join(base, ".git", "info", "exclude")); err == nil {
+				data, err := env.Root.ReadFile(path.Join(d, ".git", "info", "exclude"))
+				if err == nil && hasRules(data) {
+					below[d] = true
+				}
+			}
+		}
+	}
+	return below
+}
+
+// hasRules reports whether an ignore file holds any rule.
+func hasRules(data []byte) bool {
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) > 0 && line[0] != '#' {
+			return true
 		}
 	}
 	return false
@@ -496,6 +597,16 @@ type rgBlock struct {
 	count  int  // hits seen, kept or not
 	keep   bool // whether hits are kept (the file may make the first 200)
 	binary bool // rg reported a binary file that matches
+	nulAt  int  // where rg saw its first NUL; -1 when the notice did not say
+}
+
+// size is about how much memory b holds.
+func (b *rgBlock) size() int {
+	n := 64 + len(b.path)
+	for _, h := range b.hits {
+		n += 32 + len(h.text)
+	}
+	return n
 }
 
 type rawHit struct {
@@ -516,7 +627,6 @@ type rgParser struct {
 	block    func(*rgBlock) bool
 	wanted   func(path string) bool
 
-	lines   int // hit lines seen
 	stopped bool
 	cur     *rgBlock
 	line    []byte
@@ -569,9 +679,8 @@ func (r *rgParser) parseLine(l []byte) {
 		rest = l
 	}
 	if colon := bytes.IndexByte(rest, ':'); name != nil && colon > 0 {
-		if n, err := strconv.Atoi(string(rest[:colon])); err == nil {
+		if n, ok := parseLineNumber(rest[:colon]); ok {
 			b := r.start(name)
-			r.lines++
 			b.count++
 			if b.keep {
 				b.hits = append(b.hits, rawHit{line: n, text: string(rest[colon+1:])})
@@ -583,16 +692,40 @@ func (r *rgParser) parseLine(l []byte) {
 	// around offset N)", or with quit-mode binary detection "path:
 	// WARNING: stopped searching binary file after match (...)".
 	for _, marker := range []string{": binary file matches (", ": WARNING: stopped searching binary file"} {
+		var b *rgBlock
 		if name == nil {
 			if i := bytes.Index(rest, []byte(marker)); i >= 0 {
-				r.start(rest[:i]).binary = true
-				return
+				b = r.start(rest[:i])
 			}
 		} else if bytes.HasPrefix(rest, []byte(marker)) {
-			r.start(name).binary = true
+			b = r.start(name)
+		}
+		if b != nil {
+			b.binary, b.nulAt = true, -1
+			if _, after, ok := bytes.Cut(rest, []byte("byte around offset ")); ok {
+				if end := bytes.IndexByte(after, ')'); end > 0 {
+					if n, ok := parseLineNumber(after[:end]); ok {
+						b.nulAt = n
+					}
+				}
+			}
 			return
 		}
 	}
+}
+
+func parseLineNumber(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 // start returns the block of the file name, flushing the previous one.
@@ -655,7 +788,7 @@ func searchGo(ctx context.Context, env *Env, p *grepParams, inc includeFilter) (
 	case ctx.Err() != nil:
 		return Result{}, ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
-		return Errorf("grep timed out after %s; narrow the search with include or a more specific pattern.", GrepTimeout), nil
+		return grepTimedOut(), nil
 	case err != nil:
 		return Result{}, fmt.Errorf("grep: %w", err)
 	}

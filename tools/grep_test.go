@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/local"
 	"github.com/shiroagent/shiro/sandbox/sandboxtest"
+	"github.com/shiroagent/shiro/tools/internal/treegen"
 )
 
 // localSandbox returns a sandbox on the host for env's workspace.
@@ -228,6 +231,15 @@ func TestGrep(t *testing.T) {
 			want:  "a.txt:1: needle\nsub/b.txt:1: needle",
 		},
 		{
+			name: "a nested repository's .git/info/exclude is not read",
+			files: map[string]string{
+				".git/info/exclude": "root.txt\n", "root.txt": "needle\n", "a.txt": "needle\n",
+				"vendor/lib/.git/info/exclude": "# comment\nb.txt\n", "vendor/lib/b.txt": "needle\n",
+			},
+			input: map[string]any{"pattern": "needle"},
+			want:  "a.txt:1: needle\nvendor/lib/b.txt:1: needle",
+		},
+		{
 			name:  "hidden files are searched",
 			files: map[string]string{".env": "needle\n", ".config/x": "needle\n"},
 			input: map[string]any{"pattern": "needle"},
@@ -250,6 +262,12 @@ func TestGrep(t *testing.T) {
 			},
 			input: map[string]any{"pattern": "needle"},
 			want:  "late.txt:1: needle\nlate.txt:3: nul \x00 needle\nlate.txt:4: needle again\nlater.txt:1: needle\nlater.txt:4: needle end",
+		},
+		{
+			name:  "one file with a late NUL",
+			files: map[string]string{"late.txt": "needle\n" + strings.Repeat("x", 9000) + "\nneedle again\n\x00"},
+			input: map[string]any{"pattern": "needle"},
+			want:  "late.txt:1: needle\nlate.txt:3: needle again",
 		},
 		{
 			name:  "long lines cut to 300 characters",
@@ -402,7 +420,7 @@ func TestGrep(t *testing.T) {
 // shell string, in the workspace, with the 60 s timeout.
 func TestGrepRgArgv(t *testing.T) {
 	t.Parallel()
-	base := []string{"rg", "--no-config", "--line-number", "--no-heading", "--color", "never", "--max-count", "200", "--null", "--encoding", "none"}
+	base := []string{"rg", "--no-config", "--line-number", "--no-heading", "--color", "never", "--max-count", "200", "--with-filename", "--null", "--encoding", "none"}
 	tree := []string{"--no-require-git", "--hidden", "--binary", "--no-ignore-dot", "--no-ignore-global", "--no-ignore-parent"}
 	skip := []string{"--glob", "!.git", "--glob", "!node_modules"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
@@ -587,13 +605,20 @@ func TestGrepParityOnGeneratedTrees(t *testing.T) {
 		{"pattern": "a", "include": "*.go"},
 		{"pattern": "[a-z]", "include": "src/**"},
 		{"pattern": "e", "includeIgnored": true},
+		{"pattern": "late|binary"},
 	}
 	for seed := range int64(4) {
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+		// Odd seeds lose their .shiroignore files: rg then walks the
+		// whole tree itself; with them, parts go by name.
+		strip := seed%2 == 1
+		t.Run(fmt.Sprintf("seed %d, .shiroignore files %v", seed, !strip), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			if err := generateGrepTree(dir, 1500, seed); err != nil {
 				t.Fatal(err)
+			}
+			if strip {
+				removeShiroignores(t, dir)
 			}
 			root, err := os.OpenRoot(dir)
 			if err != nil {
@@ -614,6 +639,19 @@ func TestGrepParityOnGeneratedTrees(t *testing.T) {
 	}
 }
 
+func removeShiroignores(t testing.TB, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == ".shiroignore" {
+			err = os.Remove(p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func lineDiff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
 	var b strings.Builder
@@ -628,4 +666,52 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+var grepWords = []string{
+	"func", "main", "return", "if", "err", "nil", "go", "log", "needle", "struct",
+	"LOG", "Txt", "é", "x", "package", "import", "for", "range", "string", "int",
+}
+
+// generateGrepTree makes a treegen tree (nested .gitignore and .shiroignore
+// files) and fills its files with lines of words; one file in 50 is binary
+// and one in 50 has a NUL far past the sniffed bytes.
+func generateGrepTree(dir string, files int, seed int64) error {
+	if err := treegen.Generate(dir, files, seed); err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), 7))
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if name := d.Name(); name == ".gitignore" || name == ".shiroignore" {
+			return nil
+		}
+		var b strings.Builder
+		switch r.IntN(50) {
+		case 0:
+			b.WriteString("\x00binary ")
+		case 1:
+			b.WriteString(strings.Repeat("pad\n", 3000) + "\x00late nul\n")
+		}
+		for range 5 + r.IntN(60) {
+			for i := range 3 + r.IntN(8) {
+				if i > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(grepWords[r.IntN(len(grepWords))])
+			}
+			b.WriteByte('\n')
+		}
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(b.String())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 }

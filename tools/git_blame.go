@@ -1,0 +1,39 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+)
+
+//go:embed git_blame.md
+var gitBlameDoc string
+
+// gitBlameSpan is how many lines after startLine git_blame shows when no
+// endLine is given.
+const gitBlameSpan = 40
+
+type gitBlameParams struct {
+	Path      string `json:"path" jsonschema:"minLength=1" desc:"File to blame."`
+	StartLine int    `json:"startLine,omitempty" jsonschema:"minimum=1" desc:"First line to show (1-based)."`
+	EndLine   int    `json:"endLine,omitempty" jsonschema:"minimum=1" desc:"Last line to show; default startLine+40."`
+}
+
+// NewGitBlame returns the git_blame tool.
+func NewGitBlame() Tool { return newGitTool("git_blame", gitBlameDoc, runGitBlame) }
+
+func runGitBlame(ctx context.Context, env *Env, p *gitBlameParams) (Result, error) {
+	args := []string{"blame", "--date=short", "-w", "--no-textconv"}
+	if p.StartLine > 0 || p.EndLine > 0 {
+		start, end := max(p.StartLine, 1), p.EndLine
+		if end == 0 {
+			end = start + gitBlameSpan
+		}
+		args = append(args, "-L", fmt.Sprintf("%d,%d", start, end))
+	}
+	r, err := runGit(ctx, env, append(args, "--", p.Path)...)
+	if err != nil {
+		return Result{}, err
+	}
+	return gitResult(r, "No blame output."), nil
+}

@@ -1,0 +1,31 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+)
+
+//go:embed git_diff.md
+var gitDiffDoc string
+
+type gitDiffParams struct {
+	Staged bool   `json:"staged,omitempty" jsonschema:"default=false" desc:"Show what is staged for the next commit instead of the unstaged changes."`
+	Path   string `json:"path,omitempty" desc:"Limit the diff to this file or directory."`
+}
+
+// NewGitDiff returns the git_diff tool.
+func NewGitDiff() Tool { return newGitTool("git_diff", gitDiffDoc, runGitDiff) }
+
+func runGitDiff(ctx context.Context, env *Env, p *gitDiffParams) (Result, error) {
+	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv"}
+	empty := "No uncommitted changes."
+	if p.Staged {
+		args = append(args, "--staged")
+		empty = "Nothing staged."
+	}
+	r, err := runGit(ctx, env, withPath(args, p.Path)...)
+	if err != nil {
+		return Result{}, err
+	}
+	return gitResult(r, empty), nil
+}

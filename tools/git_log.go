@@ -1,0 +1,31 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"strconv"
+	"strings"
+)
+
+//go:embed git_log.md
+var gitLogDoc string
+
+type gitLogParams struct {
+	Limit int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=40,default=15" desc:"How many commits to show, newest first."`
+	Path  string `json:"path,omitempty" desc:"Only commits that touch this file or directory."`
+}
+
+// NewGitLog returns the git_log tool.
+func NewGitLog() Tool { return newGitTool("git_log", gitLogDoc, runGitLog) }
+
+func runGitLog(ctx context.Context, env *Env, p *gitLogParams) (Result, error) {
+	args := []string{"log", "-n" + strconv.Itoa(p.Limit), "--date=short", "--pretty=format:%h  %ad  %an  %s"}
+	r, err := runGit(ctx, env, withPath(args, p.Path)...)
+	if err != nil {
+		return Result{}, err
+	}
+	if r.failed != nil && strings.Contains(r.stderr, "does not have any commits yet") {
+		return Text("No commits."), nil
+	}
+	return gitResult(r, "No commits."), nil
+}

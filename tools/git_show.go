@@ -1,0 +1,28 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+)
+
+//go:embed git_show.md
+var gitShowDoc string
+
+type gitShowParams struct {
+	Ref  string `json:"ref" jsonschema:"minLength=1" desc:"Commit, tag or other revision to show (a hash, HEAD~2, v1.0, HEAD:path/to/file)."`
+	Path string `json:"path,omitempty" desc:"Limit the shown change to this file or directory."`
+}
+
+// NewGitShow returns the git_show tool.
+func NewGitShow() Tool { return newGitTool("git_show", gitShowDoc, runGitShow) }
+
+func runGitShow(ctx context.Context, env *Env, p *gitShowParams) (Result, error) {
+	// --end-of-options: a ref such as "--output=x" is a revision, never
+	// an option.
+	args := []string{"show", "--no-color", "--date=short", "--no-ext-diff", "--no-textconv", "--end-of-options", p.Ref}
+	r, err := runGit(ctx, env, withPath(args, p.Path)...)
+	if err != nil {
+		return Result{}, err
+	}
+	return gitResult(r, "Nothing to show."), nil
+}
