@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shiroagent/shiro/tools/internal/treegen"
+	"github.com/shiroagent/shiro/internal/treegen"
 )
 
 // benchFiles is the size of the generated tree: SHIRO_BENCH_FILES, or 20000.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shiroagent/shiro/tools/internal/treegen"
+	"github.com/shiroagent/shiro/internal/treegen"
 )
 
 // gitListing is what git says a walk of dir should yield: `git ls-files
