@@ -20,6 +20,7 @@ func main() {
 		run  func(context.Context, *report) error
 	}{
 		{"sandbox", sandboxBench},
+		{"tools", toolsBench},
 		{"loop", loopBench},
 	} {
 		if err := b.run(ctx, r); err != nil {

@@ -46,7 +46,7 @@ func newChannelSandbox(t *testing.T, opts ...helper.ClientOption) *channelSandbo
 	s := &channelSandbox{workspace: ws, served: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(s.served)
-		s.serveErr = helper.Serve(ctx, toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: ws})
+		s.serveErr = helper.Serve(ctx, toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: ws, Env: sandboxtest.HostEnv(t)})
 		fromHelper.Close()
 		toHelper.Close()
 	}()
@@ -80,7 +80,7 @@ type runnerSandbox struct {
 
 func newRunnerSandbox(t *testing.T) *runnerSandbox {
 	ws := t.TempDir()
-	r, err := helper.NewRunner(helper.NewSessionID(), helper.WithDir(ws))
+	r, err := helper.NewRunner(helper.NewSessionID(), helper.WithDir(ws), helper.WithEnv(sandboxtest.HostEnv(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,9 @@ func (s *runnerSandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.R
 	return s.Runner.Run(ctx, cmd)
 }
 
-func (s *runnerSandbox) Info() sandbox.Info { return sandbox.Info{Kind: "runner", Workspace: s.workspace} }
+func (s *runnerSandbox) Info() sandbox.Info {
+	return sandbox.Info{Kind: "runner", Workspace: s.workspace}
+}
 
 func (s *runnerSandbox) Close() error {
 	s.mu.Lock()
@@ -282,7 +284,7 @@ func TestServeProtocol(t *testing.T) {
 	toHost, fromHelper := io.Pipe()
 	served := make(chan error, 1)
 	go func() {
-		served <- helper.Serve(t.Context(), toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: t.TempDir()})
+		served <- helper.Serve(t.Context(), toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: t.TempDir(), Env: sandboxtest.HostEnv(t)})
 		fromHelper.Close()
 	}()
 	enc, dec := json.NewEncoder(fromHost), json.NewDecoder(toHost)
@@ -323,11 +325,22 @@ func TestServeProtocol(t *testing.T) {
 		t.Errorf("exit of a missing binary = %+v", m)
 	}
 	fromHost.Close()
+	var extra []helper.Message
+	for {
+		var m helper.Message
+		if err := dec.Decode(&m); err != nil {
+			if err != io.EOF {
+				t.Errorf("after the session: read %v, want EOF", err)
+			}
+			break
+		}
+		extra = append(extra, m)
+	}
+	if len(extra) > 0 {
+		t.Errorf("unexpected messages: %+v", extra)
+	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve at EOF = %v, want nil", err)
-	}
-	if _, err := toHost.Read(make([]byte, 1)); err != io.EOF {
-		t.Errorf("after Serve: read %v, want EOF", err)
 	}
 }
 
@@ -339,7 +352,7 @@ func TestServeContextKillsSession(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() {
-		served <- helper.Serve(ctx, toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: t.TempDir()})
+		served <- helper.Serve(ctx, toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: t.TempDir(), Env: sandboxtest.HostEnv(t)})
 		fromHelper.Close()
 	}()
 	c := helper.NewClient(toHost, fromHost)
@@ -408,7 +421,7 @@ func BenchmarkServeRunTrue(b *testing.B) {
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = helper.Serve(b.Context(), toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: b.TempDir()})
+		_ = helper.Serve(b.Context(), toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: b.TempDir(), Env: sandboxtest.HostEnv(b)})
 		fromHelper.Close()
 	}()
 	c := helper.NewClient(toHost, fromHost)

@@ -75,3 +75,29 @@ func exitStatus(ps *os.ProcessState) (int, string) {
 	}
 	return ps.ExitCode(), ""
 }
+
+// readAvailable reads what f (a non-blocking pipe) holds without waiting:
+// 0 at EOF, -1 when it is empty or on an error.
+func readAvailable(f *os.File, buf []byte) int {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	n := -1
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			var rerr error
+			n, rerr = unix.Read(int(fd), buf)
+			if rerr != unix.EINTR {
+				if rerr != nil {
+					n = -1
+				}
+				return true // never wait for readiness
+			}
+		}
+	})
+	if err != nil {
+		return -1
+	}
+	return n
+}

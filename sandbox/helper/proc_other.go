@@ -17,3 +17,5 @@ func killGroup(int) error { return errors.ErrUnsupported }
 func killMatching(func([]byte) bool) (int, error) { return 0, errors.ErrUnsupported }
 
 func exitStatus(ps *os.ProcessState) (int, string) { return ps.ExitCode(), "" }
+
+func readAvailable(*os.File, []byte) int { return -1 }

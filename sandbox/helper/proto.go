@@ -21,7 +21,7 @@ import (
 //	               error   {id, error}           a request the helper refused
 //	               log     {error}               diagnostics, id 0
 //
-// After exit no more messages carry that id. Closing the host→helper stream
+// For one id, started comes before any out, and nothing comes after exit. Closing the host→helper stream
 // ends the session: the helper kills every process the session started.
 const (
 	TypeRun     = "run"

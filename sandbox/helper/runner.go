@@ -34,6 +34,8 @@ type Runner struct {
 	grace     time.Duration
 	oomFiles  []string
 	seq       atomic.Uint64
+
+	afterGrace func() // test hook: Wait gave up waiting for EOF
 }
 
 // RunnerOption configures a Runner.
@@ -137,14 +139,15 @@ func (r *Runner) Start(ctx context.Context, cmd sandbox.Command) (*Process, erro
 	marker := r.sessionID + "." + strconv.FormatUint(r.seq.Add(1), 10)
 	c.Env = append(c.Env, MarkerEntry(marker))
 	p := &Process{
-		ctx:      ctx,
-		marker:   marker,
-		shell:    shell,
-		timeout:  cmd.Timeout,
-		grace:    r.grace,
-		oomFiles: r.oomFiles,
-		exited:   make(chan struct{}),
-		drained:  make(chan struct{}),
+		ctx:        ctx,
+		marker:     marker,
+		shell:      shell,
+		timeout:    cmd.Timeout,
+		grace:      r.grace,
+		oomFiles:   r.oomFiles,
+		afterGrace: r.afterGrace,
+		exited:     make(chan struct{}),
+		drained:    make(chan struct{}),
 	}
 	if err := p.start(c, cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Args[0], err)
@@ -224,12 +227,13 @@ func withoutMarker(env []string) []string {
 
 // Process is a started command.
 type Process struct {
-	ctx      context.Context
-	marker   string
-	shell    string
-	timeout  time.Duration
-	grace    time.Duration
-	oomFiles []string
+	ctx        context.Context
+	marker     string
+	shell      string
+	timeout    time.Duration
+	grace      time.Duration
+	oomFiles   []string
+	afterGrace func()
 
 	cmd       *exec.Cmd
 	started   time.Time
@@ -318,20 +322,41 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command) (err error) {
 	return nil
 }
 
+// maxFinalDrain bounds what a drainer still reads once the pipe grace is
+// over, when a background process keeps writing.
+const maxFinalDrain = 1 << 20
+
+// drain copies one output pipe to w until EOF, or until Wait ends the pipe
+// grace with a read deadline: then it still takes what the pipe holds (its
+// reader may simply not have been scheduled yet), without waiting for more.
 func (p *Process) drain(wg *sync.WaitGroup, f *os.File, w io.Writer) {
 	defer wg.Done()
 	buf := make([]byte, 32<<10)
+	write := func(b []byte) {
+		if w == nil || len(b) == 0 {
+			return
+		}
+		p.outMu.Lock()
+		defer p.outMu.Unlock()
+		if _, err := w.Write(b); err != nil {
+			w = nil
+			if p.writeErr == nil {
+				p.writeErr = err
+			}
+		}
+	}
 	for {
 		n, err := f.Read(buf)
-		if n > 0 && w != nil {
-			p.outMu.Lock()
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				w = nil
-				if p.writeErr == nil {
-					p.writeErr = werr
+		write(buf[:n])
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			_ = f.SetReadDeadline(time.Time{}) // readAvailable never waits
+			for total := 0; total < maxFinalDrain; total += n {
+				if n = readAvailable(f, buf); n <= 0 {
+					break
 				}
+				write(buf[:n])
 			}
-			p.outMu.Unlock()
+			return
 		}
 		if err != nil {
 			return
@@ -366,24 +391,40 @@ func (p *Process) Wait() (sandbox.Result, error) {
 	select {
 	case <-p.exited:
 	case <-timeout:
-		res.TimedOut = true
-		_ = p.Kill()
+		if !closed(p.exited) {
+			res.TimedOut = true
+			_ = p.Kill()
+		}
 	case <-p.ctx.Done():
-		res.Interrupted = true
-		err = p.ctx.Err()
 		_ = p.Kill()
 	}
 	<-p.exited
+	// Also when the process ended just before or by another kill (a session
+	// kill races with the cancellation that ordered it).
+	if err = p.ctx.Err(); err != nil && !res.TimedOut {
+		res.Interrupted = true
+	} else {
+		err = nil
+	}
 
 	grace := time.NewTimer(p.grace)
 	select {
 	case <-p.drained:
 	case <-grace.C:
+		// A background process holds the pipes: stop waiting for EOF.
+		for _, f := range []*os.File{p.stdout, p.stderr} {
+			if f.SetReadDeadline(time.Now()) != nil {
+				_ = f.Close() // not pollable: a blocked Read ends on close
+			}
+		}
+		if p.afterGrace != nil {
+			p.afterGrace()
+		}
 	}
 	grace.Stop()
+	<-p.drained
 	_ = p.stdout.Close()
 	_ = p.stderr.Close()
-	<-p.drained
 	if p.stdin != nil {
 		_ = p.stdin.Close()
 	}
@@ -405,4 +446,13 @@ func (p *Process) Wait() (sandbox.Result, error) {
 		err = fmt.Errorf("write output: %w", p.writeErr)
 	}
 	return res, err
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

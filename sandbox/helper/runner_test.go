@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/sandboxtest"
 )
 
 func newTestRunner(t *testing.T, opts ...RunnerOption) *Runner {
 	t.Helper()
-	r, err := NewRunner(NewSessionID(), append([]RunnerOption{WithDir(t.TempDir())}, opts...)...)
+	r, err := NewRunner(NewSessionID(), append([]RunnerOption{WithDir(t.TempDir()), WithEnv(sandboxtest.HostEnv(t))}, opts...)...)
 	if err != nil {
 		t.Fatalf("NewRunner: %v", err)
 	}
@@ -145,4 +147,38 @@ func TestRunnerWriteError(t *testing.T) {
 	if res.ExitCode != 0 || errb.String() != "err\n" {
 		t.Errorf("Run = %+v, stderr %q; want the command to finish with its stderr", res, errb.String())
 	}
+}
+
+func TestRunnerKeepsOutputAfterGrace(t *testing.T) {
+	t.Parallel()
+	// The command writes less than a pipe holds, then leaves a background
+	// child holding the pipe. The output writer blocks on its first chunk
+	// until Wait has given up waiting for EOF, so the rest of the output is
+	// still in the pipe then: it must arrive all the same.
+	r := newTestRunner(t, WithPipeGrace(10*time.Millisecond))
+	release := make(chan struct{})
+	r.afterGrace = func() { close(release) }
+	out := &blockingWriter{release: release}
+	res, err := r.Run(t.Context(), sandbox.Command{
+		Args:   []string{"sh", "-c", `head -c 50000 /dev/zero | tr '\0' x; (exec sleep 370 &)`},
+		Stdout: out,
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: %+v, %v", res, err)
+	}
+	if out.n != 50000 {
+		t.Errorf("got %d bytes of output, want 50000", out.n)
+	}
+}
+
+// blockingWriter counts bytes; its first Write waits for release.
+type blockingWriter struct {
+	release <-chan struct{}
+	n       int
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	<-w.release
+	w.n += len(p)
+	return len(p), nil
 }

@@ -102,8 +102,9 @@ type server struct {
 }
 
 type serverCmd struct {
-	cancel context.CancelFunc
-	stdin  *stdinFeed // nil without stdin
+	cancel  context.CancelFunc
+	stdin   *stdinFeed    // nil without stdin
+	started chan struct{} // closed once the started message is sent
 }
 
 // send writes one message. The encoder has copied m.Data by the time it
@@ -153,17 +154,17 @@ func (s *server) handle(ctx context.Context, m Message) {
 
 // start registers the command and runs it on its own goroutine.
 func (s *server) start(ctx context.Context, m Message) {
+	ctx, cancel := context.WithCancel(ctx)
+	sc := &serverCmd{cancel: cancel, started: make(chan struct{})}
 	cmd := sandbox.Command{
 		Args:    m.Args,
 		Shell:   m.Shell,
 		Dir:     m.Dir,
 		Env:     m.Env,
 		Timeout: time.Duration(m.TimeoutMs) * time.Millisecond,
-		Stdout:  outWriter{s, m.ID, StreamStdout},
-		Stderr:  outWriter{s, m.ID, StreamStderr},
+		Stdout:  outWriter{s, m.ID, StreamStdout, sc.started},
+		Stderr:  outWriter{s, m.ID, StreamStderr, sc.started},
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	sc := &serverCmd{cancel: cancel}
 	if m.Stdin {
 		feed, childEnd, err := newStdinFeed()
 		if err != nil {
@@ -217,6 +218,7 @@ func (s *server) execute(ctx context.Context, id uint64, sc *serverCmd, cmd sand
 		sc.stdin.run()
 	}
 	_ = s.send(Message{ID: id, Type: TypeStarted, Marker: p.Marker(), Pid: p.Pid()})
+	close(sc.started)
 	return p.Wait()
 }
 
@@ -237,14 +239,17 @@ func (s *server) shutdown() {
 	}
 }
 
-// outWriter turns a command's output into out messages.
+// outWriter turns a command's output into out messages, all after the
+// started message.
 type outWriter struct {
-	s      *server
-	id     uint64
-	stream int
+	s       *server
+	id      uint64
+	stream  int
+	started <-chan struct{}
 }
 
 func (w outWriter) Write(p []byte) (int, error) {
+	<-w.started
 	if err := w.s.send(Message{ID: w.id, Type: TypeOut, Stream: w.stream, Data: p}); err != nil {
 		return 0, err
 	}

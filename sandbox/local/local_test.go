@@ -14,7 +14,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newSandbox(t *testing.T) sandbox.Sandbox {
 	t.Helper()
-	sb, err := local.New(t.TempDir())
+	sb, err := local.New(t.TempDir(), local.WithEnv(sandboxtest.HostEnv(t)))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -98,4 +99,18 @@ func (b *notifyBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// HostEnv returns the host's environment with HOME set to a fresh temporary
+// directory, for sandboxes that run on the host: a login shell then skips
+// the user's profile, which can be slow and, under parallel tests, contended
+// (pyenv's rehash lock, for one).
+func HostEnv(t testing.TB) []string {
+	env := []string{"HOME=" + t.TempDir()}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

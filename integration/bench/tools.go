@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/internal/treegen"
+	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/docker"
+	"github.com/shiroagent/shiro/tools"
+)
+
+// toolsBench measures the walker, grep and read_many_files on a generated
+// tree of 100,000 files with nested ignore files, each against a baseline
+// from the same run.
+func toolsBench(ctx context.Context, r *report) error {
+	dir, err := os.MkdirTemp("", "shiro-bench-tree-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := treegen.Generate(dir, 100_000, 1); err != nil {
+		return err
+	}
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("git init: %v: %s", err, out)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	r.section("tools on a generated tree of 100,000 files (issue 3)")
+
+	// Walker against git ls-files.
+	var listed int
+	walk, err := timeN(5, func() error {
+		listed = 0
+		return tools.Walk(ctx, root, tools.WalkOptions{}, func(string, fs.FileMode) error { listed++; return nil })
+	})
+	if err != nil {
+		return err
+	}
+	var gitListed int
+	git, err := timeN(5, func() error {
+		cmd := exec.Command("git", "ls-files", "-co", "--exclude-standard")
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		gitListed = bytes.Count(out, []byte("\n"))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	wr := float64(median(walk)) / float64(median(git))
+	r.add(fmt.Sprintf("walker, median of 5 (%d files)", listed), ms(median(walk)), "", true)
+	r.add(fmt.Sprintf("git ls-files -co --exclude-standard (%d files)", gitListed), ms(median(git)), "", true)
+	r.add("walker / git ls-files", fmt.Sprintf("%.2fx", wr), "<= 1.5x", wr <= 1.5)
+
+	// grep through the tool against rg run directly in the same container.
+	bin := os.Getenv("SHIRO_BIN")
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	defer removeContainers(eng.API(), dir)
+	sb, err := eng.Open(ctx, docker.Options{Workspace: dir, Image: images.Tag(), HelperBinary: bin})
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	env := &tools.Env{Workspace: dir, Root: root, Sandbox: sb}
+	grep := tools.NewGrep()
+	for _, pattern := range []string{"README", `main\.go`} {
+		input, _ := json.Marshal(map[string]string{"pattern": pattern})
+		var hits int
+		viaTool, err := timeN(7, func() error {
+			res, err := grep.Run(ctx, env, input)
+			if err != nil {
+				return err
+			}
+			if res.IsError {
+				return fmt.Errorf("grep %s: %s", pattern, res.Text)
+			}
+			hits = strings.Count(res.Text, "\n") + 1
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		direct, err := timeN(7, func() error {
+			_, err := sb.Run(ctx, sandbox.Command{Args: []string{"rg", "--line-number", "--no-heading", "--color", "never",
+				"--no-require-git", "--max-count", "200", "--regexp", pattern, "."}, Dir: dir})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		gr := float64(median(viaTool)) / float64(median(direct))
+		r.add(fmt.Sprintf("grep %q through the tool, median of 7 (%d lines)", pattern, hits), ms(median(viaTool)), "", true)
+		r.add(fmt.Sprintf("rg %q directly in the same container", pattern), ms(median(direct)), "", true)
+		r.add("grep tool / rg", fmt.Sprintf("%.2fx", gr), "<= 1.3x", gr <= 1.3)
+	}
+
+	// read_many_files of 20 files against 20 sequential read_file calls.
+	var files []string
+	_ = tools.Walk(ctx, root, tools.WalkOptions{Limit: 20}, func(p string, _ fs.FileMode) error {
+		files = append(files, p)
+		return nil
+	})
+	many := tools.NewReadManyFiles()
+	one := tools.NewReadFile()
+	batch := make([]map[string]string, len(files))
+	for i, f := range files {
+		batch[i] = map[string]string{"path": f}
+	}
+	manyInput, _ := json.Marshal(map[string]any{"files": batch})
+	concurrent, err := timeN(200, func() error {
+		_, err := many.Run(ctx, env, manyInput)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sequential, err := timeN(200, func() error {
+		for _, f := range files {
+			in, _ := json.Marshal(map[string]string{"path": filepath.ToSlash(f)})
+			if _, err := one.Run(ctx, env, in); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.add("read_many_files of 20 files, median of 200", ms(median(concurrent)), "", true)
+	r.add("20 sequential read_file calls, median of 200", ms(median(sequential)), "", true)
+	r.add("read_many_files / sequential", fmt.Sprintf("%.2fx", float64(median(concurrent))/float64(median(sequential))), "", true)
+	return nil
+}

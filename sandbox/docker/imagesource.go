@@ -1,0 +1,595 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/client"
+
+	"github.com/shiroagent/shiro/images"
+)
+
+// Labels put on the images shiro builds from a project's Dockerfile or
+// devcontainer.json.
+const (
+	// LabelSource is the Dockerfile or devcontainer.json the image was
+	// built from.
+	LabelSource = "dev.shiro.source"
+	// LabelSourceKind is ImageKind of the source.
+	LabelSourceKind = "dev.shiro.source.kind"
+	// LabelContext is the hash of the build context the image was made from.
+	LabelContext = "dev.shiro.context"
+)
+
+// ProjectImageRepo is the repository of the images shiro builds for
+// projects; the tag is a hash of the build context.
+const ProjectImageRepo = "shiro-project"
+
+// BaseImageArg is the build argument that holds the default image's tag, so
+// a Dockerfile can extend it whatever shiro's version:
+//
+//	ARG SHIRO_BASE_IMAGE
+//	FROM ${SHIRO_BASE_IMAGE}
+const BaseImageArg = "SHIRO_BASE_IMAGE"
+
+// DevcontainerWord, as an image, means the workspace's
+// .devcontainer/devcontainer.json (or .devcontainer.json).
+const DevcontainerWord = "devcontainer"
+
+// ImageKind says what an image setting names.
+type ImageKind string
+
+// The three forms of an image setting.
+const (
+	KindReference    ImageKind = "image"
+	KindDockerfile   ImageKind = "dockerfile"
+	KindDevcontainer ImageKind = "devcontainer"
+)
+
+var (
+	// ErrOutsideWorkspace is returned when a path that must stay inside the
+	// workspace (the project's configuration chose it, or a
+	// devcontainer.json inside the workspace names it) leaves it.
+	ErrOutsideWorkspace = errors.New("outside the workspace")
+)
+
+// ImageRequest says which image a sandbox runs.
+type ImageRequest struct {
+	// Spec is an image reference, a path to a Dockerfile, a path to a
+	// devcontainer.json, or DevcontainerWord. Relative paths are relative to
+	// the workspace.
+	Spec string
+	// Workspace is the absolute workspace path.
+	Workspace string
+	// FromProject says Spec comes from the workspace's own (untrusted)
+	// configuration: it may name files inside the workspace only.
+	FromProject bool
+	// NoPull leaves a missing image reference missing instead of pulling
+	// it (`shiro doctor` only looks).
+	NoPull bool
+	// Progress receives build and pull progress; nil discards it.
+	Progress io.Writer
+}
+
+// Validate reports requests that cannot be resolved.
+func (r ImageRequest) Validate() error {
+	var errs []error
+	if strings.TrimSpace(r.Spec) == "" {
+		errs = append(errs, errors.New("no image"))
+	}
+	if !filepath.IsAbs(r.Workspace) {
+		errs = append(errs, fmt.Errorf("workspace %q is not an absolute path", r.Workspace))
+	}
+	return errors.Join(errs...)
+}
+
+// ResolvedImage is the local image a sandbox runs and what came with it.
+type ResolvedImage struct {
+	// Ref is the local image reference to run.
+	Ref  string
+	Kind ImageKind
+	// Source is the Dockerfile or devcontainer.json it comes from (empty
+	// for a reference).
+	Source string
+	// Env holds NAME=value entries from a devcontainer.json (containerEnv,
+	// remoteEnv). Never print the values.
+	Env []string
+	// Notices name what was ignored (devcontainer fields).
+	Notices []string
+	// Built is set when this call built the image; Pulled when it pulled it.
+	Built, Pulled bool
+}
+
+// resolveAPI is the part of the client image resolution uses.
+type resolveAPI interface {
+	ImageAPI
+	ImagePull(ctx context.Context, ref string, opts client.ImagePullOptions) (client.ImagePullResponse, error)
+	ImageList(ctx context.Context, opts client.ImageListOptions) (client.ImageListResult, error)
+	ImageRemove(ctx context.Context, image string, opts client.ImageRemoveOptions) (client.ImageRemoveResult, error)
+}
+
+var _ resolveAPI = (*client.Client)(nil)
+
+// projectImageBuilds shares in-flight project builds between callers.
+var projectImageBuilds imageBuilds
+
+// ResolveImage turns an image setting into a local image: a reference is
+// used when present and pulled otherwise; a Dockerfile is built (once per
+// content of its context) with its directory as the context; a
+// devcontainer.json gives an image or a Dockerfile to build, and an
+// environment.
+func (e *Engine) ResolveImage(ctx context.Context, req ImageRequest) (ResolvedImage, error) {
+	return resolveImage(ctx, e.api, req, &projectImageBuilds)
+}
+
+func resolveImage(ctx context.Context, api resolveAPI, req ImageRequest, builds *imageBuilds) (ResolvedImage, error) {
+	if err := req.Validate(); err != nil {
+		return ResolvedImage{}, fmt.Errorf("image: %w", err)
+	}
+	if req.Progress == nil {
+		req.Progress = io.Discard
+	}
+	kind, p := ClassifyImage(req.Spec)
+	if kind == KindReference {
+		if _, err := reference.ParseNormalizedNamed(p); err != nil {
+			return ResolvedImage{}, fmt.Errorf("image %q is neither an image reference nor a path to a Dockerfile or devcontainer.json: %w", p, err)
+		}
+		pulled, err := ensureReference(ctx, api, p, req)
+		return ResolvedImage{Ref: p, Kind: kind, Pulled: pulled}, err
+	}
+	loc, err := newLocator(req.Workspace, !req.FromProject)
+	if err != nil {
+		return ResolvedImage{}, err
+	}
+	defer loc.close()
+	if kind == KindDevcontainer && p == DevcontainerWord {
+		if p, err = loc.findDevcontainer(); err != nil {
+			return ResolvedImage{}, err
+		}
+	}
+	place, err := loc.place(p, req.Workspace)
+	if err != nil {
+		return ResolvedImage{}, err
+	}
+	if kind == KindDockerfile {
+		bs, err := loc.dockerfileBuild(place, place.dir(), nil, "")
+		if err != nil {
+			return ResolvedImage{}, err
+		}
+		defer bs.close()
+		bs.kind, bs.source = kind, place.abs
+		ref, built, err := buildProjectImage(ctx, api, bs, req, builds)
+		return ResolvedImage{Ref: ref, Kind: kind, Source: place.abs, Built: built}, err
+	}
+	return resolveDevcontainer(ctx, api, loc, place, req, builds)
+}
+
+func resolveDevcontainer(ctx context.Context, api resolveAPI, loc *locator, file place, req ImageRequest, builds *imageBuilds) (ResolvedImage, error) {
+	data, err := loc.readFile(file, maxDevcontainerSize+1)
+	if err != nil {
+		return ResolvedImage{}, err
+	}
+	dc, err := parseDevcontainer(data, file.abs, req.Workspace)
+	if err != nil {
+		return ResolvedImage{}, err
+	}
+	res := ResolvedImage{Kind: KindDevcontainer, Source: file.abs, Notices: dc.Notices}
+	if dc.Image != "" {
+		if _, err := reference.ParseNormalizedNamed(dc.Image); err != nil {
+			return res, fmt.Errorf("%s: image %q: %w", file.abs, dc.Image, err)
+		}
+		res.Ref = dc.Image
+		if res.Pulled, err = ensureReference(ctx, api, dc.Image, req); err != nil {
+			return res, err
+		}
+	} else {
+		// The file's own paths are the repository's choice when the file
+		// is in the workspace: they may not leave it.
+		if file.inside {
+			loc.trusted = false
+		}
+		base := file.dir()
+		df, err := loc.place(dc.Dockerfile, base.abs)
+		if err != nil {
+			return res, fmt.Errorf("%s: build.dockerfile: %w", file.abs, err)
+		}
+		cdir, err := loc.place(dc.Context, base.abs)
+		if err != nil {
+			return res, fmt.Errorf("%s: build.context: %w", file.abs, err)
+		}
+		bs, err := loc.dockerfileBuild(df, cdir, dc.Args, dc.Target)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", file.abs, err)
+		}
+		defer bs.close()
+		bs.kind, bs.source = KindDevcontainer, file.abs
+		if res.Ref, res.Built, err = buildProjectImage(ctx, api, bs, req, builds); err != nil {
+			return res, err
+		}
+	}
+	img, err := api.ImageInspect(ctx, res.Ref)
+	if err != nil {
+		return res, fmt.Errorf("inspect image %s: %w", res.Ref, err)
+	}
+	var imageEnv []string
+	if img.Config != nil {
+		imageEnv = img.Config.Env
+	}
+	res.Env = dc.env(imageEnv)
+	return res, nil
+}
+
+// ClassifyImage says what an image setting names, and the reference or
+// path. A path starts with /, ./, ../ or ~/, or its file name is a
+// Dockerfile's (Dockerfile, Dockerfile.*, *.Dockerfile, Containerfile) or
+// ends in .json; DevcontainerWord is the workspace's devcontainer.json;
+// anything else is an image reference.
+func ClassifyImage(spec string) (ImageKind, string) {
+	spec = strings.TrimSpace(spec)
+	if spec == DevcontainerWord {
+		return KindDevcontainer, spec
+	}
+	base := filepath.Base(spec)
+	switch {
+	case strings.HasSuffix(base, ".json"):
+		return KindDevcontainer, spec
+	case base == "Dockerfile", base == "Containerfile", strings.HasPrefix(base, "Dockerfile."),
+		strings.HasSuffix(base, ".Dockerfile"), strings.HasSuffix(base, ".dockerfile"), strings.HasPrefix(base, "Containerfile."):
+		return KindDockerfile, spec
+	}
+	for _, prefix := range []string{"/", "./", "../", "~/"} {
+		if strings.HasPrefix(spec, prefix) {
+			return KindDockerfile, spec
+		}
+	}
+	return KindReference, spec
+}
+
+// ensureReference makes sure the engine has ref: present, or pulled with
+// progress. It reports whether it pulled.
+func ensureReference(ctx context.Context, api resolveAPI, ref string, req ImageRequest) (bool, error) {
+	ok, err := ImageExists(ctx, api, ref)
+	if err != nil || ok {
+		return false, err
+	}
+	if ref == images.Tag() {
+		return false, &MissingImageError{Image: ref}
+	}
+	if req.NoPull {
+		return false, &UnavailableImageError{Ref: ref}
+	}
+	fmt.Fprintf(req.Progress, "pulling %s\n", ref)
+	if err := pullImage(ctx, api, ref, req.Progress); err != nil {
+		return false, &UnavailableImageError{Ref: ref, PullErr: err}
+	}
+	return true, nil
+}
+
+func pullImage(ctx context.Context, api resolveAPI, ref string, progress io.Writer) error {
+	res, err := api.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	if err := decodeImageStream(res, progress); err != nil {
+		return err
+	}
+	ok, err := ImageExists(ctx, api, ref)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("the image is missing after the pull")
+	}
+	return nil
+}
+
+// UnavailableImageError is an image reference the engine does not have and
+// could not pull.
+type UnavailableImageError struct {
+	Ref string
+	// PullErr is why the pull failed; nil when no pull was tried.
+	PullErr error
+}
+
+func (e *UnavailableImageError) Error() string {
+	why := "it is not present locally"
+	if e.PullErr != nil {
+		why = fmt.Sprintf("it is not present locally and pulling it failed (%v)", e.PullErr)
+	}
+	return fmt.Sprintf("image %s: %s. Build it (`docker build -t %s DIR`), load it (`docker load -i FILE.tar`), "+
+		"or point --image at a Dockerfile or devcontainer.json and shiro builds it", e.Ref, why, e.Ref)
+}
+
+func (e *UnavailableImageError) Unwrap() error { return e.PullErr }
+
+// buildSpec is a Dockerfile build ready to go.
+type buildSpec struct {
+	ctx    *buildContext
+	ctxDir string // for messages
+	args   map[string]*string
+	target string
+	kind   ImageKind
+	source string
+}
+
+func (b *buildSpec) close() { b.ctx.root.Close() }
+
+// buildProjectImage builds bs once per hash of its context and returns the
+// tag, and whether this call built it.
+func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req ImageRequest, builds *imageBuilds) (string, bool, error) {
+	df := bs.ctx.extra
+	if df == nil {
+		var err error
+		if df, err = bs.ctx.root.ReadFile(bs.ctx.dockerfile); err != nil {
+			return "", false, fmt.Errorf("read %s: %w", bs.source, err)
+		}
+	}
+	usesBase := strings.Contains(string(df), BaseImageArg) || strings.Contains(string(df), images.Tag())
+	if strings.Contains(string(df), BaseImageArg) {
+		if bs.args == nil {
+			bs.args = map[string]*string{}
+		}
+		if _, set := bs.args[BaseImageArg]; !set {
+			tag := images.Tag()
+			bs.args[BaseImageArg] = &tag
+		}
+	}
+	hash, err := bs.ctx.hashContext(bs.args, bs.target)
+	if err != nil {
+		return "", false, err
+	}
+	tag := ProjectImageRepo + ":" + hash[:16]
+	if ok, err := ImageExists(ctx, api, tag); err != nil || ok {
+		return tag, false, err
+	}
+	if usesBase {
+		if err := EnsureImage(ctx, api, images.Tag(), BuildOptions{Progress: req.Progress}); err != nil {
+			return "", false, err
+		}
+	}
+	built := false
+	err = builds.do(ctx, tag, req.Progress, func(ctx context.Context, progress io.Writer) error {
+		// Another process may have finished the same build meanwhile.
+		if ok, err := ImageExists(ctx, api, tag); err != nil || ok {
+			return err
+		}
+		fmt.Fprintf(progress, "building %s from %s (context %s, %d files)\n", tag, bs.source, bs.ctxDir, len(bs.ctx.entries))
+		start := time.Now()
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(bs.ctx.writeTar(pw)) }()
+		res, err := api.ImageBuild(ctx, pr, client.ImageBuildOptions{
+			Tags:        []string{tag},
+			Dockerfile:  bs.ctx.dockerfile,
+			BuildArgs:   bs.args,
+			Target:      bs.target,
+			Remove:      true,
+			ForceRemove: true,
+			Labels: map[string]string{
+				LabelManaged:    "true",
+				LabelWorkspace:  req.Workspace,
+				LabelSource:     bs.source,
+				LabelSourceKind: string(bs.kind),
+				LabelContext:    hash,
+			},
+			Version: build.BuilderV1,
+		})
+		if err != nil {
+			pr.CloseWithError(err)
+			return fmt.Errorf("start build: %w", err)
+		}
+		err = decodeImageStream(res.Body, progress)
+		res.Body.Close()
+		pr.CloseWithError(errors.New("build ended")) // unblocks the writer if the engine stopped reading
+		if err != nil {
+			return err
+		}
+		built = true
+		fmt.Fprintf(progress, "built %s in %s\n", tag, time.Since(start).Round(100*time.Millisecond))
+		return nil
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("build the image from %s: %w", bs.source, err)
+	}
+	if ok, err := ImageExists(ctx, api, tag); err != nil {
+		return "", false, err
+	} else if !ok {
+		return "", false, fmt.Errorf("build the image from %s: image %s missing after a successful build", bs.source, tag)
+	}
+	if built {
+		removeOlderBuilds(ctx, api, bs.source, hash)
+	}
+	return tag, built, nil
+}
+
+// removeOlderBuilds removes the images built earlier from the same source
+// file. Images a container still uses stay (the engine refuses, and the
+// refusal is ignored); `shiro sandbox prune` leaves them to the next build.
+func removeOlderBuilds(ctx context.Context, api resolveAPI, source, keep string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	f := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelSource+"="+source)
+	list, err := api.ImageList(ctx, client.ImageListOptions{Filters: f})
+	if err != nil {
+		return
+	}
+	for _, img := range list.Items {
+		if img.Labels[LabelContext] == keep {
+			continue
+		}
+		for _, t := range img.RepoTags {
+			if strings.HasPrefix(t, ProjectImageRepo+":") {
+				_, _ = api.ImageRemove(ctx, t, client.ImageRemoveOptions{})
+			}
+		}
+	}
+}
+
+// place is a file or directory an image setting names.
+type place struct {
+	abs string
+	// rel is the slash path inside the workspace when inside is set.
+	rel    string
+	inside bool
+}
+
+func (p place) dir() place {
+	d := place{abs: filepath.Dir(p.abs), inside: p.inside}
+	if p.inside {
+		d.rel = path.Dir(p.rel)
+	}
+	return d
+}
+
+// locator finds the files an image setting names. Files inside the
+// workspace are always read through an os.Root of it, so no symlink leads
+// out; files outside it only when the setting is trusted (the user's).
+type locator struct {
+	ws      string
+	root    *os.Root
+	trusted bool
+}
+
+func newLocator(ws string, trusted bool) (*locator, error) {
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, fmt.Errorf("open the workspace: %w", err)
+	}
+	return &locator{ws: ws, root: root, trusted: trusted}, nil
+}
+
+func (l *locator) close() { l.root.Close() }
+
+// place resolves p (relative to base, an absolute directory).
+func (l *locator) place(p, base string) (place, error) {
+	orig := p
+	if strings.HasPrefix(p, "~/") {
+		if !l.trusted {
+			return place{}, fmt.Errorf("%q: %w: a project's configuration cannot name files in your home directory", orig, ErrOutsideWorkspace)
+		}
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return place{}, fmt.Errorf("%q: %w", orig, err)
+		}
+		p = filepath.Join(home, p[2:])
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	p = filepath.Clean(p)
+	rel, err := filepath.Rel(l.ws, p)
+	if err == nil && filepath.IsLocal(rel) || rel == "." {
+		return place{abs: p, rel: filepath.ToSlash(rel), inside: true}, nil
+	}
+	if !l.trusted {
+		return place{}, fmt.Errorf("%q: %w: a project's configuration (or a devcontainer.json inside the workspace) can only name files inside it", orig, ErrOutsideWorkspace)
+	}
+	return place{abs: p}, nil
+}
+
+// findDevcontainer returns the workspace's devcontainer.json.
+func (l *locator) findDevcontainer() (string, error) {
+	for _, rel := range []string{".devcontainer/devcontainer.json", ".devcontainer.json"} {
+		if _, err := l.root.Stat(rel); err == nil {
+			return filepath.Join(l.ws, rel), nil
+		}
+	}
+	return "", fmt.Errorf("image %q: the workspace has no .devcontainer/devcontainer.json or .devcontainer.json", DevcontainerWord)
+}
+
+// readFile reads a regular file of at most max bytes.
+func (l *locator) readFile(p place, max int64) ([]byte, error) {
+	var f *os.File
+	var err error
+	if p.inside {
+		f, err = l.root.Open(p.rel)
+	} else {
+		f, err = os.Open(p.abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p.abs, unwrapPathError(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p.abs, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read %s: not a regular file", p.abs)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p.abs, err)
+	}
+	return data, nil
+}
+
+// openDir opens a directory as a root.
+func (l *locator) openDir(p place) (*os.Root, error) {
+	var r *os.Root
+	var err error
+	if p.inside {
+		r, err = l.root.OpenRoot(p.rel)
+	} else {
+		r, err = os.OpenRoot(p.abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the build context %s: %w", p.abs, unwrapPathError(err))
+	}
+	return r, nil
+}
+
+// dockerfileBuild prepares the build of the Dockerfile df with the context
+// directory cdir.
+func (l *locator) dockerfileBuild(df, cdir place, args map[string]*string, target string) (*buildSpec, error) {
+	root, err := l.openDir(cdir)
+	if err != nil {
+		return nil, err
+	}
+	bc := &buildContext{root: root}
+	// The Dockerfile goes by its path inside the context when it is there;
+	// otherwise its content is added to the archive.
+	inCtx := ""
+	if rel, err := filepath.Rel(cdir.abs, df.abs); err == nil && filepath.IsLocal(rel) {
+		inCtx = filepath.ToSlash(rel)
+		if fi, err := root.Stat(inCtx); err != nil || !fi.Mode().IsRegular() {
+			inCtx = "" // a symlink out of the context, or not a file: read it apart
+		}
+	}
+	if inCtx != "" {
+		bc.dockerfile = inCtx
+	} else {
+		data, err := l.readFile(df, 4<<20)
+		if err != nil {
+			root.Close()
+			return nil, err
+		}
+		bc.extra, bc.dockerfile = data, contextFileName(data)
+	}
+	if bc.entries, err = scanContext(root, inCtx); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("%s: %w", cdir.abs, err)
+	}
+	return &buildSpec{ctx: bc, ctxDir: cdir.abs, args: args, target: target}, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if errors.Is(pe.Err, fs.ErrNotExist) {
+			return errors.New("no such file or directory")
+		}
+		return pe.Err
+	}
+	return err
+}

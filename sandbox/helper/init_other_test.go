@@ -1,0 +1,7 @@
+//go:build !linux
+
+package helper
+
+const initTestEnv = "SHIRO_HELPER_TEST_INIT"
+
+func initTestChild(string) int { return 2 }
