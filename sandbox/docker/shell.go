@@ -34,7 +34,7 @@ func (s *Sandbox) Shell(ctx context.Context, opts ShellOptions) (int, error) {
 	if term == "" {
 		term = "xterm-256color"
 	}
-	env := append(baseEnv(s.opts), "TERM="+term)
+	env := append(baseEnv(s.opts, c.path), "TERM="+term)
 	size := client.ConsoleSize{Height: opts.Size.Height, Width: opts.Size.Width}
 	ex, err := s.e.api.ExecCreate(ctx, c.id, client.ExecCreateOptions{
 		User:         fmt.Sprintf("%d:%d", s.opts.UID, s.opts.GID),
@@ -55,6 +55,11 @@ func (s *Sandbox) Shell(ctx context.Context, opts ShellOptions) (int, error) {
 		return 0, fmt.Errorf("attach shell in %s: %w", c.name, err)
 	}
 	defer att.Close()
+	// Engines before API 1.42 ignore the console size given at creation:
+	// set it once the exec runs.
+	if opts.Size.Height > 0 && opts.Size.Width > 0 {
+		_, _ = s.e.api.ExecResize(ctx, ex.ID, client.ExecResizeOptions{Height: opts.Size.Height, Width: opts.Size.Width})
+	}
 
 	// The input copy ends when the connection closes (the shell exited) or
 	// when the input ends; a terminal read blocked at that moment ends with
