@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/internal/atomicfile"
 )
 
 // Record is one saved session.
@@ -131,7 +132,7 @@ func (s *Store) Save(rec *Record) error {
 	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("save session %s: %w", rec.ID, err)
 	}
-	if err := writeFileAtomic(s.path(rec.ID), buf.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(s.path(rec.ID), buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("save session %s: %w", rec.ID, err)
 	}
 	return nil
@@ -308,43 +309,4 @@ func (s *Store) Resolve(query string) (Record, error) {
 		return Record{}, &NoMatchError{Query: query}
 	}
 	return s.Load(match)
-}
-
-// writeFileAtomic replaces name with data so that a reader (or a crash)
-// sees the old file or the new one, never a part.
-func writeFileAtomic(name string, data []byte) (err error) {
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // best effort: makes the rename itself durable
-		d.Close()
-	}
-	return nil
 }

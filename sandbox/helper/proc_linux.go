@@ -16,6 +16,18 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
+// waitExited blocks until process pid has exited, without reaping it
+// (WNOWAIT), so its pid stays reserved until the caller reaps it.
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
 func killGroup(pgid int) error {
 	if err := unix.Kill(-pgid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("kill group %d: %w", pgid, err)

@@ -247,6 +247,8 @@ type Process struct {
 
 	exited  chan struct{} // closed when cmd.Wait returned
 	waitErr error
+	reapMu  sync.Mutex // held while the leader is reaped, and by Kill
+	reaped  bool
 	drained chan struct{} // closed when both output readers stopped
 }
 
@@ -302,7 +304,14 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command) (err error) {
 	}
 
 	go func() {
+		// Wait for the exit without reaping, so the pid (and the process
+		// group it leads) cannot be reused while Kill may still signal it;
+		// then reap under reapMu.
+		waitExited(c.Process.Pid)
+		p.reapMu.Lock()
 		p.waitErr = c.Wait()
+		p.reaped = true
+		p.reapMu.Unlock()
 		close(p.exited)
 	}()
 	var wg sync.WaitGroup
@@ -371,8 +380,19 @@ func (p *Process) Marker() string { return p.marker }
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Kill kills the command's tree: its process group, then every process that
-// carries its marker. It does not wait for Wait.
-func (p *Process) Kill() error { return killTree(p.cmd.Process.Pid, p.marker) }
+// carries its marker. It does not wait for Wait. The group is signalled only
+// while its leader is not reaped: after that its number may belong to an
+// unrelated process group (a container's, say), and the marker scan finds
+// any member left.
+func (p *Process) Kill() error {
+	var groupErr error
+	p.reapMu.Lock()
+	if !p.reaped {
+		groupErr = killGroup(p.cmd.Process.Pid)
+	}
+	p.reapMu.Unlock()
+	return errors.Join(groupErr, KillMarker(p.marker, false))
+}
 
 // Wait waits for the command's main process to exit (killing the tree first
 // when the context is cancelled or the timeout passes), gives the output
