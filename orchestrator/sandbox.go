@@ -19,8 +19,13 @@ type SandboxConfig struct {
 	Workspace string
 	// NoSandbox runs commands on the host.
 	NoSandbox bool
-	// Image is a local image reference; empty means the default image.
+	// Image is an image reference, a path to a Dockerfile or a
+	// devcontainer.json, or "devcontainer" (the workspace's); empty means
+	// the default image.
 	Image string
+	// ImageFromProject says Image comes from the project's configuration:
+	// the files it names must stay inside the workspace.
+	ImageFromProject bool
 	// Env lists NAME (value taken from the host) or NAME=value entries.
 	Env []string
 	// Limits; zero means the default.
@@ -85,26 +90,62 @@ func OpenSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error
 // OpenDocker connects to the engine and opens the workspace's container
 // session. The caller closes both.
 func OpenDocker(ctx context.Context, cfg SandboxConfig) (*docker.Engine, *docker.Sandbox, error) {
-	env, err := ResolveEnv(cfg.Env, cfg.LookupEnv)
-	if err != nil {
+	if _, err := ResolveEnv(cfg.Env, cfg.LookupEnv); err != nil {
 		return nil, nil, err
 	}
 	eng, err := docker.Connect(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	image := cfg.Image
-	if image == "" {
-		image = images.Tag()
-		if err := ensureDefaultImage(ctx, eng, cfg.Progress); err != nil {
-			eng.Close()
-			return nil, nil, err
-		}
+	img, err := ResolveSandboxImage(ctx, eng, cfg)
+	if err != nil {
+		eng.Close()
+		return nil, nil, err
 	}
-	sb, err := eng.Open(ctx, docker.Options{
+	sb, err := OpenDockerImage(ctx, eng, cfg, img)
+	if err != nil {
+		eng.Close()
+		return nil, nil, err
+	}
+	return eng, sb, nil
+}
+
+// ResolveSandboxImage makes sure the engine has the image cfg asks for: the
+// default image (built the first time, offline when no registry answers),
+// or the reference, Dockerfile or devcontainer.json cfg.Image names (pulled
+// or built as needed). Progress and notices (the devcontainer fields
+// ignored) are written to cfg.Progress.
+func ResolveSandboxImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig) (docker.ResolvedImage, error) {
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	if cfg.Image == "" {
+		if err := ensureDefaultImage(ctx, eng, progress); err != nil {
+			return docker.ResolvedImage{}, err
+		}
+		return docker.ResolvedImage{Ref: images.Tag(), Kind: docker.KindReference}, nil
+	}
+	return eng.ResolveImage(ctx, docker.ImageRequest{
+		Spec:        cfg.Image,
+		Workspace:   cfg.Workspace,
+		FromProject: cfg.ImageFromProject,
+		Progress:    progress,
+	})
+}
+
+// OpenDockerImage opens the workspace's container session on an image
+// ResolveSandboxImage returned. The environment is the image's (from a
+// devcontainer.json) with cfg.Env on top.
+func OpenDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig, img docker.ResolvedImage) (*docker.Sandbox, error) {
+	env, err := ResolveEnv(cfg.Env, cfg.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	return eng.Open(ctx, docker.Options{
 		Workspace:    cfg.Workspace,
-		Image:        image,
-		Env:          env,
+		Image:        img.Ref,
+		Env:          mergeEnv(img.Env, env),
 		Memory:       cfg.Memory,
 		CPUs:         cfg.CPUs,
 		Pids:         cfg.Pids,
@@ -114,11 +155,25 @@ func OpenDocker(ctx context.Context, cfg SandboxConfig) (*docker.Engine, *docker
 		Progress:     cfg.Progress,
 		HelperBinary: os.Getenv("SHIRO_HELPER"),
 	})
-	if err != nil {
-		eng.Close()
-		return nil, nil, err
+}
+
+// mergeEnv joins NAME=value lists, a later entry replacing an earlier one
+// of the same name in place.
+func mergeEnv(lists ...[]string) []string {
+	var out []string
+	at := map[string]int{}
+	for _, l := range lists {
+		for _, kv := range l {
+			name, _, _ := strings.Cut(kv, "=")
+			if i, ok := at[name]; ok {
+				out[i] = kv
+				continue
+			}
+			at[name] = len(out)
+			out = append(out, kv)
+		}
 	}
-	return eng, sb, nil
+	return out
 }
 
 // ownedEngine closes the engine connection with the session.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools"
 )
 
@@ -44,6 +45,7 @@ type Session struct {
 	env      *tools.Env
 	builtins []tools.Tool
 	sets     tools.EnabledSets
+	plugins  []agent.Plugin
 	agent    *agent.Agent
 	// Notices collected while the session was assembled (unknown plugins).
 	Notices []string
@@ -68,6 +70,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	}
 	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Sandbox: s.sandbox}
 	plugins, unknown := agent.Builtins(opts.Plugins)
+	s.plugins = plugins
 	for _, n := range unknown {
 		s.Notices = append(s.Notices, fmt.Sprintf("plugin %q: no such plugin", n))
 	}
@@ -117,6 +120,43 @@ func (s *Session) offered() []agent.Tool {
 
 // OfferedTools lists the built-in tools offered now.
 func (s *Session) OfferedTools() []tools.Tool { return tools.Offered(s.builtins, s.sets) }
+
+// OfferedNames lists every tool the model is offered on the next step: the
+// built-in tools of the enabled sets, then the plugins' tools (first name
+// wins, as the agent offers them).
+func (s *Session) OfferedNames() []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, t := range s.OfferedTools() {
+		if !seen[t.Name()] {
+			seen[t.Name()] = true
+			names = append(names, t.Name())
+		}
+	}
+	for _, p := range s.plugins {
+		for _, t := range p.Tools {
+			if !seen[t.Name()] {
+				seen[t.Name()] = true
+				names = append(names, t.Name())
+			}
+		}
+	}
+	return names
+}
+
+// StartSandbox opens the sandbox now rather than on the first command (the
+// TUI starts it in the background at start-up) and describes it. Commands
+// that arrive meanwhile wait for the same opening.
+func (s *Session) StartSandbox(ctx context.Context) (sandbox.Info, error) {
+	sb, err := s.sandbox.Get(ctx)
+	if err != nil {
+		return sandbox.Info{}, err
+	}
+	return sb.Info(), nil
+}
+
+// Workspace is the session's workspace directory.
+func (s *Session) Workspace() string { return s.ws }
 
 // Agent is the session's agent.
 func (s *Session) Agent() *agent.Agent { return s.agent }

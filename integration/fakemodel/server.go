@@ -37,6 +37,9 @@ type Reply struct {
 	CutAfterText bool
 	// InputTokens and OutputTokens are reported as usage.
 	InputTokens, OutputTokens int
+	// Delay holds the answer back this long before anything is sent (a
+	// slow model; a client that gives up ends the wait).
+	Delay time.Duration
 }
 
 // ToolCall is one tool call the model makes.
@@ -154,14 +157,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-large","object":"model","type":"model"},{"id":"fake-small","object":"model","type":"model"}]}`)
 	case strings.HasSuffix(r.URL.Path, "/messages"):
-		s.anthropic(w, s.next(req))
+		s.anthropic(w, delayed(r, s.next(req)))
 	case strings.HasSuffix(r.URL.Path, "/responses"):
-		s.responses(w, s.next(req))
+		s.responses(w, delayed(r, s.next(req)))
 	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
-		s.chat(w, s.next(req))
+		s.chat(w, delayed(r, s.next(req)))
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// delayed waits rep.Delay (or until the client gives up) and returns rep.
+func delayed(r *http.Request, rep Reply) Reply {
+	if rep.Delay > 0 {
+		t := time.NewTimer(rep.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+	}
+	return rep
 }
 
 // sse writes one server-sent event and flushes it.

@@ -21,7 +21,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/shiroagent/shiro/internal/atomicfile"
 )
 
 // Providers.
@@ -118,8 +119,12 @@ func (c Config) APIKeyRequired() bool { return c.Provider != ProviderOpenAICompa
 // Sandbox configures the container. Zero limits mean the sandbox's
 // defaults.
 type Sandbox struct {
-	// Image is an image reference; empty means the built-in image.
+	// Image is an image reference, a path to a Dockerfile or a
+	// devcontainer.json, or "devcontainer"; empty means the built-in image.
 	Image string
+	// ImageFromProject says Image comes from the project file: the paths
+	// it names must stay inside the workspace.
+	ImageFromProject bool
 	// Network is bridge or none.
 	Network string
 	// Memory is the memory limit in bytes (the file says "4g").
@@ -239,48 +244,8 @@ func Save(p Paths, edit func(doc map[string]any) error) error {
 		}
 		return fmt.Errorf("save config: refusing to write an invalid file: %w", err)
 	}
-	if err := writeFileAtomic(file, buf.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(file, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("save config: %w", err)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces name with data so that a reader (or a crash)
-// sees the old file or the new one, never a part: a temporary file in the
-// same directory, fsync, rename, fsync of the directory.
-func writeFileAtomic(name string, data []byte) (err error) {
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // best effort: the rename is durable on most filesystems anyway
-		d.Close()
 	}
 	return nil
 }

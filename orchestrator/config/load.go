@@ -92,6 +92,9 @@ func Load(opts LoadOptions) (Config, []Notice, error) {
 	m.overlay(env)
 	m.toolSets(flags, "command line")
 	m.overlay(flags)
+	if flags.Image != nil {
+		m.imageFromProject = false
+	}
 	return m.finish(getenv), m.notices, nil
 }
 
@@ -520,6 +523,9 @@ type merger struct {
 	projectMCP map[string]json.RawMessage
 	known      []string
 	notices    []Notice
+
+	// imageFromProject: the image setting in l is the project file's.
+	imageFromProject bool
 }
 
 func (m *merger) note(file, key, msg string) {
@@ -588,6 +594,7 @@ func (m *merger) project(p *layer, laterProvider, laterNetwork bool) {
 	}
 	m.toolSets(p, f)
 	m.overlay(p)
+	m.imageFromProject = p.Image != nil
 	m.projectMCP = p.MCPServers // they run in the sandbox, apart from the user's
 }
 
@@ -794,6 +801,7 @@ func (m *merger) finish(getenv func(string) (string, bool)) Config {
 		Image:   or(l.Image, ""),
 		Network: or(l.Network, NetworkBridge),
 	}
+	c.Sandbox.ImageFromProject = m.imageFromProject && c.Sandbox.Image != ""
 	if l.Memory != nil {
 		c.Sandbox.Memory, _ = checkMemory("", *l.Memory) // checked when read
 	}

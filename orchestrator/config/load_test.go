@@ -196,7 +196,7 @@ func TestLoadPrecedence(t *testing.T) {
 				flags:   Overrides{CPUs: ptr(4.0), Memory: ptr("512m")},
 			},
 			get:  func(c Config) any { return c.Sandbox },
-			want: Sandbox{Image: "p:1", Network: "bridge", Memory: 512 << 20, CPUs: 4, Pids: 200},
+			want: Sandbox{Image: "p:1", ImageFromProject: true, Network: "bridge", Memory: 512 << 20, CPUs: 4, Pids: 200},
 		},
 		{
 			name: "env entries accumulate; a later source overrides a name",
@@ -756,5 +756,34 @@ func TestLoadTooLarge(t *testing.T) {
 	_, _, err := fixture{project: big}.load(t)
 	if err == nil || err.Error() != ".shiro/config.json: larger than 1024 KiB" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLoadImageFromProject(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		fx          fixture
+		wantImage   string
+		wantProject bool
+	}{
+		{"set by the project", fixture{project: `{"sandbox": {"image": "./Dockerfile"}}`}, "./Dockerfile", true},
+		{"set by the user", fixture{user: `{"sandbox": {"image": "/team/Dockerfile"}}`}, "/team/Dockerfile", false},
+		{"the project's beats the user's", fixture{user: `{"sandbox": {"image": "a"}}`, project: `{"sandbox": {"image": "devcontainer"}}`}, "devcontainer", true},
+		{"a flag beats the project's", fixture{project: `{"sandbox": {"image": "../x/Dockerfile"}}`, flags: Overrides{Image: ptr("./Dockerfile")}}, "./Dockerfile", false},
+		{"the project sets other sandbox keys only", fixture{user: `{"sandbox": {"image": "u"}}`, project: `{"sandbox": {"pids": 100}}`}, "u", false},
+		{"nobody sets it", fixture{}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, _, err := tt.fx.load(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Sandbox.Image != tt.wantImage || cfg.Sandbox.ImageFromProject != tt.wantProject {
+				t.Errorf("image %q from project %v, want %q %v", cfg.Sandbox.Image, cfg.Sandbox.ImageFromProject, tt.wantImage, tt.wantProject)
+			}
+		})
 	}
 }

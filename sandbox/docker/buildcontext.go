@@ -22,6 +22,7 @@ import (
 // file .dockerignore lets through, walked through an os.Root so that no
 // symlink leads outside it (symlinks are sent as symlinks, never followed).
 type buildContext struct {
+	// root is the directory, for the scan and the hash.
 	root    *os.Root
 	entries []contextEntry
 	// dockerfile is the Dockerfile's slash path inside the archive.
@@ -228,9 +229,10 @@ func hashFile(w io.Writer, root *os.Root, e contextEntry) error {
 	return nil
 }
 
-// writeTar writes the context as the tar archive the engine's build takes.
-// Owners are root, as the docker CLI sends them.
-func (bc *buildContext) writeTar(w io.Writer) error {
+// writeTar writes the context, read from root (the same directory as
+// bc.root), as the tar archive the engine's build takes. Owners are root,
+// as the docker CLI sends them.
+func (bc *buildContext) writeTar(w io.Writer, root *os.Root) error {
 	tw := tar.NewWriter(w)
 	for _, e := range bc.entries {
 		hdr := &tar.Header{
@@ -260,7 +262,7 @@ func (bc *buildContext) writeTar(w io.Writer) error {
 			return err
 		}
 		if hdr.Typeflag == tar.TypeReg {
-			if err := copyEntry(tw, bc.root, e); err != nil {
+			if err := copyEntry(tw, root, e); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -21,10 +22,44 @@ type channel struct {
 	demux  chan struct{} // closed when the output demultiplexer stops
 }
 
-// baseEnv is the environment every command starts from.
-func baseEnv(opts Options) []string {
+// defaultPath is the PATH of an image that sets none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Login shells (bash -l) read /etc/profile, which on Debian and Alpine
+// resets PATH and so loses what the image's ENV PATH added (a toolchain in
+// /usr/local/go/bin, ~/.cargo/bin...). A script in /etc/profile.d, which
+// /etc/profile runs after the reset, puts back the PATH the command was
+// started with (SHIRO_PATH).
+const (
+	profilePathScript  = "profile.d/00-shiro-path.sh" // under /etc
+	profilePathContent = "# Written by shiro: a login shell keeps the PATH of the image and of --env.\n" +
+		"if [ -n \"${SHIRO_PATH-}\" ]; then PATH=$SHIRO_PATH; export PATH; fi\n"
+)
+
+// envValue returns the last value of name in env.
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// baseEnv is the environment every command starts from. PATH is the
+// image's (imagePath), or defaultPath, unless the user's entries set it.
+func baseEnv(opts Options, imagePath string) []string {
+	path := imagePath
+	if p := envValue(opts.Env, "PATH"); p != "" {
+		path = p
+	}
+	if path == "" {
+		path = defaultPath
+	}
 	env := []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"PATH=" + path,
+		"SHIRO_PATH=" + path,
 		"HOME=" + homeDir,
 		"LANG=C.UTF-8",
 		"TERM=dumb",
@@ -44,7 +79,7 @@ func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Opti
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
-		Env:          baseEnv(opts),
+		Env:          baseEnv(opts, c.path),
 		WorkingDir:   opts.Workspace,
 		Cmd:          []string{h.helperPath(), "helper", "serve", "--session", session},
 	})

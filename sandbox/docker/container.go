@@ -60,6 +60,8 @@ type ctr struct {
 	id   string
 	name string
 	spec containerSpec
+	// path is the image's PATH (empty when it sets none).
+	path string
 }
 
 // ensureContainer returns the running container for opts, creating or
@@ -87,6 +89,9 @@ func (e *Engine) ensureContainer(ctx context.Context, opts Options, helper helpe
 		GID:         opts.GID,
 	}
 	c := ctr{name: spec.containerName(), spec: spec}
+	if img.Config != nil {
+		c.path = envValue(img.Config.Env, "PATH")
+	}
 
 	info, err := e.api.ContainerInspect(ctx, c.name, client.ContainerInspectOptions{})
 	switch {
@@ -282,7 +287,7 @@ func (e *Engine) prepareUser(ctx context.Context, id string, opts Options) error
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{"passwd", newPasswd}, {"group", newGroup}} {
+	}{{"passwd", newPasswd}, {"group", newGroup}, {profilePathScript, []byte(profilePathContent)}} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(f.data)), ModTime: now}); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,17 +20,11 @@ import (
 	"github.com/shiroagent/shiro/images"
 )
 
-// Labels put on the images shiro builds from a project's Dockerfile or
-// devcontainer.json.
-const (
-	// LabelSource is the Dockerfile or devcontainer.json the image was
-	// built from.
-	LabelSource = "dev.shiro.source"
-	// LabelSourceKind is ImageKind of the source.
-	LabelSourceKind = "dev.shiro.source.kind"
-	// LabelContext is the hash of the build context the image was made from.
-	LabelContext = "dev.shiro.context"
-)
+// LabelSource is put on the images shiro builds from a project's
+// Dockerfile or devcontainer.json: the file's path. (The classic builder
+// turns each label into a step of its own, so there are only two labels:
+// this one and LabelManaged; the tag holds the context's hash.)
+const LabelSource = "dev.shiro.source"
 
 // ProjectImageRepo is the repository of the images shiro builds for
 // projects; the tag is a hash of the build context.
@@ -104,7 +99,8 @@ type ResolvedImage struct {
 	// Env holds NAME=value entries from a devcontainer.json (containerEnv,
 	// remoteEnv). Never print the values.
 	Env []string
-	// Notices name what was ignored (devcontainer fields).
+	// Notices name what was ignored (devcontainer fields); they were
+	// written to ImageRequest.Progress already.
 	Notices []string
 	// Built is set when this call built the image; Pulled when it pulled it.
 	Built, Pulled bool
@@ -159,7 +155,10 @@ func resolveImage(ctx context.Context, api resolveAPI, req ImageRequest, builds 
 	}
 	place, err := loc.place(p, req.Workspace)
 	if err != nil {
-		return ResolvedImage{}, err
+		return ResolvedImage{}, fmt.Errorf("sandbox image %w", err)
+	}
+	if kind == KindDockerfile && loc.isDir(place) {
+		place = place.join("Dockerfile")
 	}
 	if kind == KindDockerfile {
 		bs, err := loc.dockerfileBuild(place, place.dir(), nil, "")
@@ -167,7 +166,7 @@ func resolveImage(ctx context.Context, api resolveAPI, req ImageRequest, builds 
 			return ResolvedImage{}, err
 		}
 		defer bs.close()
-		bs.kind, bs.source = kind, place.abs
+		bs.source = place.abs
 		ref, built, err := buildProjectImage(ctx, api, bs, req, builds)
 		return ResolvedImage{Ref: ref, Kind: kind, Source: place.abs, Built: built}, err
 	}
@@ -179,9 +178,17 @@ func resolveDevcontainer(ctx context.Context, api resolveAPI, loc *locator, file
 	if err != nil {
 		return ResolvedImage{}, err
 	}
-	dc, err := parseDevcontainer(data, file.abs, req.Workspace)
+	shown := file.abs
+	if file.inside {
+		shown = filepath.FromSlash(file.rel)
+	}
+	dc, err := parseDevcontainer(data, shown, req.Workspace)
 	if err != nil {
 		return ResolvedImage{}, err
+	}
+	// The notices come first: a build may take a while.
+	for _, n := range dc.Notices {
+		fmt.Fprintf(req.Progress, "[notice] %s\n", n)
 	}
 	res := ResolvedImage{Kind: KindDevcontainer, Source: file.abs, Notices: dc.Notices}
 	if dc.Image != "" {
@@ -212,7 +219,7 @@ func resolveDevcontainer(ctx context.Context, api resolveAPI, loc *locator, file
 			return res, fmt.Errorf("%s: %w", file.abs, err)
 		}
 		defer bs.close()
-		bs.kind, bs.source = KindDevcontainer, file.abs
+		bs.source = file.abs
 		if res.Ref, res.Built, err = buildProjectImage(ctx, api, bs, req, builds); err != nil {
 			return res, err
 		}
@@ -317,9 +324,12 @@ func (e *UnavailableImageError) Unwrap() error { return e.PullErr }
 type buildSpec struct {
 	ctx    *buildContext
 	ctxDir string // for messages
+	// open opens the context directory again, for the build itself: a
+	// build shared with other callers must not use this caller's handle,
+	// which it closes when it stops waiting.
+	open   func() (*os.Root, error)
 	args   map[string]*string
 	target string
-	kind   ImageKind
 	source string
 }
 
@@ -366,8 +376,23 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 		}
 		fmt.Fprintf(progress, "building %s from %s (context %s, %d files)\n", tag, bs.source, bs.ctxDir, len(bs.ctx.entries))
 		start := time.Now()
+		root, err := bs.open()
+		if err != nil {
+			return err
+		}
+		defer root.Close()
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(bs.ctx.writeTar(pw)) }()
+		sent := make(chan struct{})
+		go func() {
+			defer close(sent)
+			pw.CloseWithError(bs.ctx.writeTar(pw, root))
+		}()
+		// Whatever happens, the engine's reading ends here, and so does
+		// the writer.
+		defer func() {
+			pr.CloseWithError(errors.New("build ended"))
+			<-sent
+		}()
 		res, err := api.ImageBuild(ctx, pr, client.ImageBuildOptions{
 			Tags:        []string{tag},
 			Dockerfile:  bs.ctx.dockerfile,
@@ -375,22 +400,14 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			Target:      bs.target,
 			Remove:      true,
 			ForceRemove: true,
-			Labels: map[string]string{
-				LabelManaged:    "true",
-				LabelWorkspace:  req.Workspace,
-				LabelSource:     bs.source,
-				LabelSourceKind: string(bs.kind),
-				LabelContext:    hash,
-			},
-			Version: build.BuilderV1,
+			Labels:      map[string]string{LabelManaged: "true", LabelSource: bs.source},
+			Version:     build.BuilderV1,
 		})
 		if err != nil {
-			pr.CloseWithError(err)
 			return fmt.Errorf("start build: %w", err)
 		}
 		err = decodeImageStream(res.Body, progress)
 		res.Body.Close()
-		pr.CloseWithError(errors.New("build ended")) // unblocks the writer if the engine stopped reading
 		if err != nil {
 			return err
 		}
@@ -407,7 +424,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 		return "", false, fmt.Errorf("build the image from %s: image %s missing after a successful build", bs.source, tag)
 	}
 	if built {
-		removeOlderBuilds(ctx, api, bs.source, hash)
+		removeOlderBuilds(ctx, api, bs.source, tag)
 	}
 	return tag, built, nil
 }
@@ -415,7 +432,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 // removeOlderBuilds removes the images built earlier from the same source
 // file. Images a container still uses stay (the engine refuses, and the
 // refusal is ignored); `shiro sandbox prune` leaves them to the next build.
-func removeOlderBuilds(ctx context.Context, api resolveAPI, source, keep string) {
+func removeOlderBuilds(ctx context.Context, api resolveAPI, source, keepTag string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	f := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelSource+"="+source)
@@ -424,7 +441,7 @@ func removeOlderBuilds(ctx context.Context, api resolveAPI, source, keep string)
 		return
 	}
 	for _, img := range list.Items {
-		if img.Labels[LabelContext] == keep {
+		if slices.Contains(img.RepoTags, keepTag) {
 			continue
 		}
 		for _, t := range img.RepoTags {
@@ -451,6 +468,14 @@ func (p place) dir() place {
 	return d
 }
 
+func (p place) join(name string) place {
+	j := place{abs: filepath.Join(p.abs, name), inside: p.inside}
+	if p.inside {
+		j.rel = path.Join(p.rel, name)
+	}
+	return j
+}
+
 // locator finds the files an image setting names. Files inside the
 // workspace are always read through an os.Root of it, so no symlink leads
 // out; files outside it only when the setting is trusted (the user's).
@@ -475,7 +500,7 @@ func (l *locator) place(p, base string) (place, error) {
 	orig := p
 	if strings.HasPrefix(p, "~/") {
 		if !l.trusted {
-			return place{}, fmt.Errorf("%q: %w: a project's configuration cannot name files in your home directory", orig, ErrOutsideWorkspace)
+			return place{}, fmt.Errorf("%q is %w: a project's configuration cannot name files in your home directory", orig, ErrOutsideWorkspace)
 		}
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -492,7 +517,7 @@ func (l *locator) place(p, base string) (place, error) {
 		return place{abs: p, rel: filepath.ToSlash(rel), inside: true}, nil
 	}
 	if !l.trusted {
-		return place{}, fmt.Errorf("%q: %w: a project's configuration (or a devcontainer.json inside the workspace) can only name files inside it", orig, ErrOutsideWorkspace)
+		return place{}, fmt.Errorf("%q is %w: a project's configuration, or a devcontainer.json in the workspace, can only name files inside it", orig, ErrOutsideWorkspace)
 	}
 	return place{abs: p}, nil
 }
@@ -505,6 +530,18 @@ func (l *locator) findDevcontainer() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("image %q: the workspace has no .devcontainer/devcontainer.json or .devcontainer.json", DevcontainerWord)
+}
+
+// isDir reports whether p is a directory.
+func (l *locator) isDir(p place) bool {
+	var fi fs.FileInfo
+	var err error
+	if p.inside {
+		fi, err = l.root.Stat(p.rel)
+	} else {
+		fi, err = os.Stat(p.abs)
+	}
+	return err == nil && fi.IsDir()
 }
 
 // readFile reads a regular file of at most max bytes.
@@ -534,25 +571,34 @@ func (l *locator) readFile(p place, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// openDir opens a directory as a root.
-func (l *locator) openDir(p place) (*os.Root, error) {
-	var r *os.Root
-	var err error
-	if p.inside {
-		r, err = l.root.OpenRoot(p.rel)
-	} else {
-		r, err = os.OpenRoot(p.abs)
+// opener returns a func that opens the directory p as a root, each call
+// anew, inside the workspace when p is there. It does not need l.
+func (l *locator) opener(p place) func() (*os.Root, error) {
+	ws := l.ws
+	return func() (*os.Root, error) {
+		var r *os.Root
+		var err error
+		if p.inside {
+			var wr *os.Root
+			if wr, err = os.OpenRoot(ws); err == nil {
+				r, err = wr.OpenRoot(p.rel)
+				wr.Close()
+			}
+		} else {
+			r, err = os.OpenRoot(p.abs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open the build context %s: %w", p.abs, unwrapPathError(err))
+		}
+		return r, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open the build context %s: %w", p.abs, unwrapPathError(err))
-	}
-	return r, nil
 }
 
 // dockerfileBuild prepares the build of the Dockerfile df with the context
 // directory cdir.
 func (l *locator) dockerfileBuild(df, cdir place, args map[string]*string, target string) (*buildSpec, error) {
-	root, err := l.openDir(cdir)
+	open := l.opener(cdir)
+	root, err := open()
 	if err != nil {
 		return nil, err
 	}
@@ -580,7 +626,7 @@ func (l *locator) dockerfileBuild(df, cdir place, args map[string]*string, targe
 		root.Close()
 		return nil, fmt.Errorf("%s: %w", cdir.abs, err)
 	}
-	return &buildSpec{ctx: bc, ctxDir: cdir.abs, args: args, target: target}, nil
+	return &buildSpec{ctx: bc, ctxDir: cdir.abs, open: open, args: args, target: target}, nil
 }
 
 func unwrapPathError(err error) error {

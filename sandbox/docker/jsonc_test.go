@@ -77,3 +77,26 @@ func TestJSONCErrorsKeepPositions(t *testing.T) {
 		t.Errorf("unclosed comment error %v should name line 3", err)
 	}
 }
+
+func TestBaseEnvPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		imagePath string
+		env       []string
+		want      string
+	}{
+		{"the image's PATH", "/usr/local/go/bin:/usr/bin:/bin", nil, "/usr/local/go/bin:/usr/bin:/bin"},
+		{"the default when the image sets none", "", nil, defaultPath},
+		{"--env PATH wins", "/usr/bin", []string{"PATH=/mine:/usr/bin"}, "/mine:/usr/bin"},
+	}
+	for _, tc := range tests {
+		env := baseEnv(Options{Env: tc.env}, tc.imagePath)
+		if got := envValue(env, "PATH"); got != tc.want {
+			t.Errorf("%s: PATH %q, want %q", tc.name, got, tc.want)
+		}
+		if got := envValue(env, "SHIRO_PATH"); got != tc.want {
+			t.Errorf("%s: SHIRO_PATH %q, want %q (the login shell's profile.d script restores it)", tc.name, got, tc.want)
+		}
+	}
+}

@@ -147,9 +147,10 @@ type containerSpec struct {
 	UID, GID    int
 }
 
+// hash is versioned: v2 containers carry the profile.d PATH script.
 func (s containerSpec) hash() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "v1\x00%s\x00%s\x00%s\x00%q\x00%d\x00%g\x00%d\x00%s\x00%d\x00%d:%d",
+	fmt.Fprintf(h, "v2\x00%s\x00%s\x00%s\x00%q\x00%d\x00%g\x00%d\x00%s\x00%d\x00%d:%d",
 		s.Workspace, s.Image, s.ImageID, s.Protected, s.Memory, s.CPUs, s.Pids,
 		s.Network, s.IdleTimeout, s.UID, s.GID)
 	return hex.EncodeToString(h.Sum(nil))[:12]

@@ -32,7 +32,7 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl := cmd.PersistentFlags()
 	s.flags = fl
 	fl.BoolVar(&s.NoSandbox, "no-sandbox", false, "run commands on the host instead of in a container (no isolation)")
-	fl.StringVar(&s.Image, "image", "", "sandbox image (a local image reference); default the built-in image")
+	fl.StringVar(&s.Image, "image", "", "sandbox image: an image reference, a path to a Dockerfile or devcontainer.json, or \"devcontainer\"; default the built-in image")
 	fl.StringArrayVar(&s.Env, "env", nil, "pass an environment variable into the sandbox: NAME (value from the host) or NAME=value; repeatable")
 	fl.StringVar(&s.Memory, "memory", "", "sandbox memory limit, e.g. 4g or 512m (default 4g)")
 	fl.Float64Var(&s.CPUs, "cpus", 0, "sandbox CPU limit (default 2)")
@@ -148,6 +148,8 @@ func (f *Factory) sandboxConfig(cfg config.Config, ws string, sf *SandboxFlags) 
 		Progress:  f.ErrOut,
 		LookupEnv: f.LookupEnv,
 	}
+	// A project's image may name files inside the workspace only.
+	sc.ImageFromProject = cfg.Sandbox.ImageFromProject
 	if sf != nil {
 		sc.Idle = sf.Idle
 	}
@@ -206,6 +208,7 @@ container with the workspace mounted at the same path.
 		NewCmdSessions(f),
 		NewCmdSandbox(f, sf),
 		NewCmdImage(f, nil),
+		NewCmdDoctor(f, sf, nil),
 		NewCmdHelper(f),
 	)
 	return cmd

@@ -33,8 +33,7 @@ func runRoot(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 		if opts.JSON {
 			return usagef("--json needs -p")
 		}
-		fmt.Fprintln(f.ErrOut, "The chat UI is not built yet; run headless with -p. Also available: `shiro tool`, `shiro sandbox`, `shiro image build`.")
-		return cmd.Help()
+		return runTUI(cmd.Context(), f, opts)
 	}
 	return runHeadless(cmd.Context(), f, opts)
 }

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shiroagent/shiro/orchestrator/config"
+)
+
+func TestDoctorProvider(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		provider string
+		key      string
+		status   int
+		baseURL  string // overrides the test server's
+		want     []string
+		failed   bool
+	}{
+		{name: "the models listing answers", provider: config.ProviderAnthropic, key: "k-123", status: 200,
+			want: []string{"✓ key       anthropic: an API key is set", "✓ endpoint", "answered GET /models (HTTP 200)"}},
+		{name: "the key is refused", provider: config.ProviderOpenAI, key: "k-123", status: 401,
+			want: []string{"✗ endpoint", "refused the key (HTTP 401)", "fix: check the API key"}, failed: true},
+		{name: "no key: reachable is all the endpoint can say", provider: config.ProviderAnthropic, status: 401,
+			want: []string{"✗ key       anthropic: no API key — fix: Set ANTHROPIC_API_KEY", "✓ endpoint", "is reachable (HTTP 401"}, failed: true},
+		{name: "a keyless compatible server without a listing", provider: config.ProviderOpenAICompatible, status: 404,
+			want: []string{"✓ key       openai-compatible: none set", "✓ endpoint", "(HTTP 404 for GET /models)"}},
+		{name: "a server error", provider: config.ProviderOpenAI, key: "k-123", status: 503,
+			want: []string{"✗ endpoint", "answered HTTP 503"}, failed: true},
+		{name: "unreachable, and credentials in the URL are not shown", provider: config.ProviderOpenAI, key: "k-123",
+			baseURL: "http://user:pass@127.0.0.1:1/v1?token=zzz", want: []string{"✗ endpoint  http://127.0.0.1:1/v1 cannot be reached", "fix: check the network"}, failed: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var gotAuth string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/v1/models" || r.Method != http.MethodGet {
+					t.Errorf("%s %s", r.Method, r.URL.Path)
+				}
+				gotAuth = r.Header.Get("Authorization") + r.Header.Get("x-api-key")
+				w.WriteHeader(tc.status)
+			}))
+			defer srv.Close()
+			base := srv.URL + "/v1"
+			if tc.baseURL != "" {
+				base = tc.baseURL
+			}
+			var out bytes.Buffer
+			d := &doctor{out: &out}
+			d.checkProvider(t.Context(), config.Config{Provider: tc.provider, APIKey: tc.key, BaseURL: base}, srv.Client())
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			if d.failed != tc.failed {
+				t.Errorf("failed = %v, want %v", d.failed, tc.failed)
+			}
+			if tc.key != "" && tc.baseURL == "" && !strings.Contains(gotAuth, tc.key) {
+				t.Errorf("the key was not sent (%q)", gotAuth)
+			}
+			for _, secret := range []string{"k-123", "pass", "zzz"} {
+				if strings.Contains(out.String(), secret) {
+					t.Errorf("%q was printed:\n%s", secret, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{4 << 30: "4g", 512 << 20: "512m", 1536 << 20: "1536m", 1000: "1000 bytes"} {
+		if got := formatBytes(n); got != want {
+			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestDoctorCommandTakesTheSandboxFlags(t *testing.T) {
+	t.Parallel()
+	f := &Factory{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}
+	sf := &SandboxFlags{}
+	root := &cobra.Command{Use: "shiro", SilenceUsage: true, SilenceErrors: true}
+	sf.bind(root)
+	var got *DoctorOptions
+	root.AddCommand(NewCmdDoctor(f, sf, func(o *DoctorOptions) error { got = o; return nil }))
+	root.SetArgs([]string{"--image", "./Dockerfile", "--network", "none", "doctor"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.Sandbox.Image != "./Dockerfile" || got.Sandbox.Network != "none" {
+		t.Errorf("options %+v", got)
+	}
+}

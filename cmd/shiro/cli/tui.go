@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/moby/term"
+
+	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/orchestrator/tui"
+	"github.com/shiroagent/shiro/tools"
+)
+
+// runTUI starts the interactive UI: the session is built around the UI's
+// approver, progress and save hooks, the sandbox starts in the background,
+// and the UI runs until the user quits.
+func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
+	if _, isTerm := term.GetFdInfo(f.In); !isTerm {
+		return &ExitError{Code: 1, Err: errors.New("the chat UI needs a terminal; run headless with -p")}
+	}
+	ws, err := f.workspace()
+	if err != nil {
+		return err
+	}
+	cfg, paths, err := f.loadConfig(ws, opts.Sandbox, opts.Model)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	st := &store.Store{Dir: paths.SessionsDir()}
+	rec, err := resumeRecord(st, ws, opts)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	if rec.ID == "" {
+		rec = store.NewRecord(ws, cfg.Provider, cfg.Model)
+	}
+	var instructions []string
+	if !opts.NoInstructions {
+		for _, in := range orchestrator.LoadInstructions(ws) {
+			instructions = append(instructions, in.Path)
+		}
+	}
+	image := cfg.Sandbox.Image
+	if image == "" {
+		image = images.Tag()
+	}
+	app, err := tui.New(tui.Options{
+		Version:      f.Version,
+		Workspace:    ws,
+		Paths:        paths,
+		Config:       cfg,
+		Configured:   !(cfg.APIKeyRequired() && cfg.APIKey == ""),
+		Store:        st,
+		Record:       rec,
+		SandboxImage: image,
+		Instructions: instructions,
+		Prompt:       opts.Prompt,
+		Input:        f.In,
+		Output:       f.Out,
+	})
+	if err != nil {
+		return err
+	}
+	model, err := orchestrator.NewModel(cfg, app.Notice)
+	var missing *orchestrator.MissingKeyError
+	switch {
+	case errors.As(err, &missing):
+		model = orchestrator.UnconfiguredModel(cfg.Provider, cfg.Model)
+	case err != nil:
+		app.Close()
+		return &ExitError{Code: 1, Err: err}
+	}
+	sets, _ := tools.ParseToolSets(cfg.ToolSets, cfg.ToolSetsPresent)
+	sc := f.sandboxConfig(cfg, ws, opts.Sandbox)
+	sc.Progress = app.Progress()
+	sess, err := orchestrator.NewSession(orchestrator.SessionOptions{
+		Workspace:      ws,
+		Model:          model,
+		Sandbox:        sc,
+		ToolSets:       sets,
+		Yolo:           cfg.Yolo,
+		Plugins:        cfg.Plugins,
+		Interactive:    true,
+		Approver:       app.Approver(),
+		NoInstructions: opts.NoInstructions,
+		PruneThreshold: cfg.CompactThreshold,
+		Reasoning:      llm.Reasoning(cfg.Thinking),
+		History:        rec.Messages,
+		OnChange:       app.OnChange,
+	})
+	if err != nil {
+		app.Close()
+		return err
+	}
+	app.AddNotices(sess.Notices...)
+	res, runErr := app.Run(ctx, sess)
+	if errors.Is(runErr, tui.ErrForceQuit) {
+		// The third ctrl-c: the terminal is restored; do not wait for the
+		// sandbox or the turn.
+		fmt.Fprintln(f.ErrOut, "shiro: forced exit")
+		return errSilent(130)
+	}
+	if err := sess.Close(); err != nil {
+		fmt.Fprintf(f.ErrOut, "shiro: closing the sandbox: %v\n", err)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if res.Messages == 0 {
+		fmt.Fprintln(f.Out, "Bye.")
+		return nil
+	}
+	fmt.Fprintf(f.Out, "Saved %d message(s): %q\nResume with: shiro -c   or   shiro -r %s\n", res.Messages, res.Title, res.SessionID[:8])
+	return nil
+}

@@ -1,0 +1,70 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/shiroagent/shiro/agent/llm"
+)
+
+// CompactPrefix opens the message that replaces the history after /compact.
+const CompactPrefix = "Summary of the session so far:\n\n"
+
+// compactInstruction asks the model for the notes that replace the history.
+const compactInstruction = `Write notes that will replace this conversation so far; you will continue the work from them alone. Cover:
+- the user's goal and any constraints they set;
+- the files read or changed, with their paths, and what changed;
+- decisions made and why;
+- commands run and their outcomes (failures included);
+- what remains to do, in order.
+Be concise and concrete. Answer with the notes only.`
+
+// Compact asks the model to summarise the history and replaces the history
+// with one user message carrying the summary. It returns the number of
+// messages before and after (0, 0 for an empty session, which is left
+// alone). The history is not touched when the call fails.
+func (s *Session) Compact(ctx context.Context) (before, after int, err error) {
+	history := s.agent.Messages()
+	if len(history) == 0 {
+		return 0, 0, nil
+	}
+	// Providers refuse tool calls in the history unless tools are declared.
+	var specs []llm.ToolSpec
+	for _, t := range s.offered() {
+		specs = append(specs, llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
+	}
+	for _, p := range s.plugins {
+		for _, t := range p.Tools {
+			specs = append(specs, llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
+		}
+	}
+	req := llm.Request{
+		System:   "You are shiro, a coding agent, summarising your own session so that it can go on from the summary.",
+		Messages: append(history, llm.Text(llm.RoleUser, compactInstruction)),
+		Tools:    specs,
+	}
+	var b strings.Builder
+	finished := false
+	for ev, err := range s.agent.Model().Stream(ctx, req) {
+		if err != nil {
+			return 0, 0, fmt.Errorf("compact the session: %w", err)
+		}
+		switch ev.Type {
+		case llm.EventText:
+			b.WriteString(ev.Text)
+		case llm.EventFinish:
+			finished = true
+		}
+	}
+	if !finished {
+		return 0, 0, fmt.Errorf("compact the session: %w", llm.ErrNoFinish)
+	}
+	summary := strings.TrimSpace(b.String())
+	if summary == "" {
+		return 0, 0, errors.New("compact the session: the model wrote no summary")
+	}
+	s.agent.Replace([]llm.Message{llm.Text(llm.RoleUser, CompactPrefix+summary)})
+	return len(history), 1, nil
+}

@@ -1,0 +1,36 @@
+package orchestrator
+
+import (
+	"testing"
+
+	"github.com/shiroagent/shiro/agent/llm"
+)
+
+func TestPricing(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		model string
+		in    float64
+		ok    bool
+	}{
+		{"claude-sonnet-4-5", 3, true},
+		{"gpt-5-mini-2025", 0.25, true}, // the longest prefix wins over gpt-5
+		{"openai/gpt-4o-mini", 0.15, true},
+		{"Claude-Opus-4-1", 15, true},
+		{"llama3", 0, false},
+	}
+	for _, tt := range tests {
+		p, ok := PriceOf(tt.model)
+		if ok != tt.ok || p.Input != tt.in {
+			t.Errorf("PriceOf(%q) = %v %v, want input %v %v", tt.model, p, ok, tt.in, tt.ok)
+		}
+	}
+	if usd, _ := Cost("claude-sonnet-4-5", llm.Usage{InputTokens: 1_000_000, OutputTokens: 100_000}); usd != 4.5 {
+		t.Errorf("cost %v", usd)
+	}
+	for usd, want := range map[float64]string{0: "$0.00", 0.0048: "$0.0048", 1.234: "$1.23"} {
+		if got := FormatUSD(usd); got != want {
+			t.Errorf("FormatUSD(%v) = %q, want %q", usd, got, want)
+		}
+	}
+}

@@ -1,0 +1,351 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/sandbox"
+)
+
+// Session is what the UI drives; *orchestrator.Session implements it.
+type Session interface {
+	// Send runs one turn, emitting its events in order.
+	Send(ctx context.Context, prompt string, emit func(agent.Event)) error
+	Agent() *agent.Agent
+	// OfferedNames lists the tools the model is offered next.
+	OfferedNames() []string
+	// StartSandbox opens the sandbox (a prompt sent meanwhile waits for it).
+	StartSandbox(ctx context.Context) (sandbox.Info, error)
+	// Compact replaces the history with a model-written summary.
+	Compact(ctx context.Context) (before, after int, err error)
+}
+
+// Options configure the UI.
+type Options struct {
+	Version   string
+	Workspace string
+	Paths     config.Paths
+	// Config is the resolved configuration; model switches and onboarding
+	// start from it.
+	Config config.Config
+	// Configured is false when the provider cannot be used (no API key):
+	// onboarding opens and prompts are refused until it is done.
+	Configured bool
+	// Store keeps sessions; Record is this session's (a resumed one carries
+	// its messages, which the session already holds).
+	Store  *store.Store
+	Record store.Record
+	// SandboxImage names the sandbox shown in the header ("" with
+	// NoSandbox).
+	SandboxImage string
+	// Notices are shown in the header (config warnings, unknown plugins).
+	Notices []string
+	// Instructions are the names of the loaded instruction files.
+	Instructions []string
+	// Prompt is submitted at start.
+	Prompt string
+	// Input and Output default to the process's stdin and stdout.
+	Input  io.Reader
+	Output io.Writer
+}
+
+// Result is what a finished UI leaves behind, for the farewell.
+type Result struct {
+	SessionID string
+	Messages  int
+	Title     string
+}
+
+// ErrForceQuit is Run's error after a third ctrl-c in a row: the terminal is
+// restored but the turn and the sandbox were not waited for.
+var ErrForceQuit = errors.New("forced quit")
+
+// App is the interactive UI of one session. Make it before the session
+// (hand its Approver, Progress, Notice and OnChange to the session's
+// options), then Run it.
+type App struct {
+	opts Options
+	root *os.Root // the workspace, read for approval previews
+
+	pump chan tea.Msg  // to the program, in order, through one goroutine
+	stop chan struct{} // closed when Run ends: nothing waits on the UI then
+	out  *printQueue   // transcript lines to print above the program
+	rec  *recorder
+	once sync.Once
+}
+
+// New prepares the UI.
+func New(opts Options) (*App, error) {
+	root, err := os.OpenRoot(opts.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("open the workspace: %w", err)
+	}
+	if opts.Store == nil {
+		opts.Store = &store.Store{Dir: opts.Paths.SessionsDir()}
+	}
+	if opts.Input == nil {
+		opts.Input = os.Stdin
+	}
+	if opts.Output == nil {
+		opts.Output = os.Stdout
+	}
+	a := &App{
+		opts: opts,
+		root: root,
+		pump: make(chan tea.Msg, 1024),
+		stop: make(chan struct{}),
+		out:  newPrintQueue(),
+	}
+	a.rec = newRecorder(opts.Store, opts.Record, func(err error) { a.post(noticeMsg{text: "saving the session failed: " + err.Error()}) })
+	return a, nil
+}
+
+// AddNotices adds lines to the header (call before Run).
+func (a *App) AddNotices(notices ...string) { a.opts.Notices = append(a.opts.Notices, notices...) }
+
+// Close releases what New took when Run is not called (the session could
+// not be built). Run closes them itself.
+func (a *App) Close() {
+	a.once.Do(func() { close(a.stop) })
+	a.root.Close()
+	_ = a.rec.close()
+}
+
+// post hands msg to the pump; false once the UI has stopped.
+func (a *App) post(msg tea.Msg) bool {
+	select {
+	case <-a.stop:
+		return false
+	default:
+	}
+	select {
+	case a.pump <- msg:
+		return true
+	case <-a.stop:
+		return false
+	}
+}
+
+// Notice shows a line from the orchestrator (an endpoint fallback).
+func (a *App) Notice(text string) { a.post(noticeMsg{text: text}) }
+
+// OnChange saves the session after every change of its history.
+func (a *App) OnChange(msgs []llm.Message) { a.rec.change(msgs) }
+
+// Progress receives sandbox start-up progress, line by line, for the
+// header.
+func (a *App) Progress() io.Writer { return &progressWriter{app: a} }
+
+type progressWriter struct {
+	app *App
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	s := w.buf.String()
+	for {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			break
+		}
+		if line := strings.TrimSpace(s[:i]); line != "" {
+			w.app.post(progressMsg{line: line})
+		}
+		s = s[i+1:]
+	}
+	w.buf.Reset()
+	w.buf.WriteString(s)
+	return len(p), nil
+}
+
+// Approver is how the agent asks the user: the agent's goroutine blocks
+// until the user answers, the turn is aborted, or the UI stops.
+func (a *App) Approver() agent.Approver { return agent.ApproverFunc(a.approve) }
+
+// errStopped is an approval's error when the UI is gone.
+var errStopped = errors.New("the UI has stopped")
+
+func (a *App) approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+	reply := make(chan agent.Decision, 1)
+	detail := buildPreview(a.root, a.opts.Workspace, req)
+	if !a.post(approvalMsg{req: req, detail: detail, reply: reply}) {
+		return agent.Deny, errStopped
+	}
+	select {
+	case d := <-reply:
+		return d, nil
+	case <-ctx.Done():
+		a.post(approvalGoneMsg{id: req.ID})
+		return agent.Deny, ctx.Err()
+	case <-a.stop:
+		return agent.Deny, errStopped
+	}
+}
+
+// Run shows the UI until the user quits, then waits for everything it
+// started and saves the session. It does not close sess.
+func (a *App) Run(ctx context.Context, sess Session) (Result, error) {
+	defer a.root.Close()
+	select {
+	case <-a.stop:
+		return Result{}, errors.New("run the UI: it was closed")
+	default:
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.rec.bind(sess.Agent())
+
+	// Ask once, before the program reads the terminal, so that nothing
+	// queries the terminal while Bubble Tea owns it.
+	lipgloss.SetHasDarkBackground(true)
+	st := newStyles(a.opts.Output, termenv.Ascii, true)
+	rt := &runtime{app: a, sess: sess, ctx: ctx}
+	m := newModel(rt, a.opts, st)
+
+	p := tea.NewProgram(m,
+		tea.WithContext(ctx),
+		tea.WithInput(a.opts.Input),
+		tea.WithOutput(a.opts.Output),
+		tea.WithoutSignalHandler(),
+	)
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() { defer bg.Done(); a.pumpTo(p) }()
+	go func() { defer bg.Done(); a.printTo(p) }()
+
+	final, err := p.Run()
+	a.once.Do(func() { close(a.stop) })
+	fm, _ := final.(*Model)
+	if fm != nil && fm.forced {
+		return a.result(), ErrForceQuit
+	}
+	cancel() // aborts a running turn, a sandbox start, a model listing
+	rt.jobs.wait()
+	bg.Wait()
+	// Lines queued after the last frame go straight to the terminal.
+	if rest := a.out.take(); len(rest) > 0 {
+		fmt.Fprintln(a.opts.Output, strings.Join(rest, "\n"))
+	}
+	if cerr := a.rec.close(); cerr != nil {
+		fmt.Fprintf(a.opts.Output, "shiro: saving the session failed: %v\n", cerr)
+	}
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		err = nil // the context ended the program (a signal): not a UI failure
+	}
+	if err != nil {
+		return a.result(), fmt.Errorf("run the UI: %w", err)
+	}
+	return a.result(), nil
+}
+
+func (a *App) result() Result {
+	id, n, title := a.rec.summary()
+	return Result{SessionID: id, Messages: n, Title: title}
+}
+
+// pumpTo forwards posted messages to the program, in order, until the UI
+// stops.
+func (a *App) pumpTo(p *tea.Program) {
+	for {
+		select {
+		case msg := <-a.pump:
+			p.Send(msg)
+		case <-a.stop:
+			return
+		}
+	}
+}
+
+// printTo prints queued transcript lines above the program, in order.
+func (a *App) printTo(p *tea.Program) {
+	for {
+		select {
+		case <-a.out.ready:
+			if lines := a.out.take(); len(lines) > 0 {
+				p.Send(tea.Println(strings.Join(lines, "\n"))())
+			}
+		case <-a.stop:
+			return
+		}
+	}
+}
+
+// printQueue holds transcript lines until the printer goroutine prints
+// them. Update only appends (no IO); one consumer keeps the order.
+type printQueue struct {
+	mu    sync.Mutex
+	lines []string
+	ready chan struct{}
+	all   []string // every line ever pushed, for tests (kept when keep is set)
+	keep  bool
+}
+
+func newPrintQueue() *printQueue { return &printQueue{ready: make(chan struct{}, 1)} }
+
+func (q *printQueue) push(lines ...string) {
+	q.mu.Lock()
+	q.lines = append(q.lines, lines...)
+	if q.keep {
+		q.all = append(q.all, lines...)
+	}
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *printQueue) take() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	lines := q.lines
+	q.lines = nil
+	return lines
+}
+
+// group tracks the goroutines the runtime starts so that Run can wait for
+// them; after wait, nothing new starts.
+type group struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Go runs f in a goroutine unless the group is closed.
+func (g *group) Go(f func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func (g *group) wait() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
+}

@@ -1,0 +1,291 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/tools"
+)
+
+// command is one slash command. One registry drives the menu, /help and
+// the parser.
+type command struct {
+	name    string
+	aliases []string // parsed, not shown in the menu
+	args    string   // the argument's name in /help; Tab adds a space when set
+	summary string
+	// offline commands work before a provider is configured.
+	offline bool
+	run     func(m *Model, arg string) tea.Cmd
+}
+
+// commands is the registry, in menu order.
+func commands() []*command {
+	return []*command{
+		{name: "help", aliases: []string{"?"}, summary: "commands and keys", offline: true, run: (*Model).cmdHelp},
+		{name: "model", args: "[id]", summary: "switch the model (no id: pick from the list)", run: (*Model).cmdModel},
+		{name: "models", summary: "list the provider's models and pick one", run: (*Model).cmdModels},
+		{name: "provider", aliases: []string{"login"}, summary: "set up the provider, key and model", offline: true, run: (*Model).cmdProvider},
+		{name: "tools", summary: "the tools, their sets and what is offered", offline: true, run: (*Model).cmdTools},
+		{name: "context", summary: "instruction files and the context estimate", offline: true, run: (*Model).cmdContext},
+		{name: "cost", summary: "tokens and spend of this session", offline: true, run: (*Model).cmdCost},
+		{name: "compact", summary: "replace the history with a model-written summary", run: (*Model).cmdCompact},
+		{name: "sessions", summary: "the last 15 sessions", offline: true, run: (*Model).cmdSessions},
+		{name: "resume", args: "<session-id>", summary: "load a session by id or prefix", offline: true, run: (*Model).cmdResume},
+		{name: "save", summary: "save the session now", offline: true, run: (*Model).cmdSave},
+		{name: "clear", summary: "start over: empty history, clear the screen", offline: true, run: (*Model).cmdClear},
+		{name: "exit", aliases: []string{"quit"}, summary: "quit shiro", offline: true, run: (*Model).cmdExit},
+	}
+}
+
+// matchCommands lists the commands whose name starts with prefix (case
+// does not matter), an exact name first.
+func matchCommands(prefix string) []*command {
+	p := strings.ToLower(prefix)
+	var exact, rest []*command
+	for _, c := range commands() {
+		switch {
+		case c.name == p:
+			exact = append(exact, c)
+		case strings.HasPrefix(c.name, p):
+			rest = append(rest, c)
+		}
+	}
+	return append(exact, rest...)
+}
+
+// lookupCommand finds a command by name or alias.
+func lookupCommand(name string) *command {
+	name = strings.ToLower(name)
+	for _, c := range commands() {
+		if c.name == name {
+			return c
+		}
+		for _, a := range c.aliases {
+			if a == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// parseCommand splits "/name arg..." into the name and the trimmed rest.
+func parseCommand(text string) (name, arg string) {
+	text = strings.TrimPrefix(strings.TrimSpace(text), "/")
+	name, arg, _ = strings.Cut(text, " ")
+	if i := strings.IndexAny(name, "\t\n"); i >= 0 {
+		name, arg = name[:i], name[i+1:]+" "+arg
+	}
+	return name, strings.TrimSpace(arg)
+}
+
+// runCommand runs a slash command line.
+func (m *Model) runCommand(text string) tea.Cmd {
+	name, arg := parseCommand(text)
+	c := lookupCommand(name)
+	if c == nil {
+		m.printError(fmt.Sprintf("unknown command /%s - try /help", name))
+		return nil
+	}
+	if !m.configured && !c.offline {
+		m.printError(errNoProvider)
+		return nil
+	}
+	return c.run(m, arg)
+}
+
+func (m *Model) cmdHelp(string) tea.Cmd {
+	var b strings.Builder
+	for _, c := range commands() {
+		name := "/" + c.name
+		if c.args != "" {
+			name += " " + c.args
+		}
+		fmt.Fprintf(&b, "%-22s %s\n", name, c.summary)
+	}
+	b.WriteString(`
+enter       send (while a turn runs: queue for the next turn)
+esc         abort the turn and clear the queue; close a menu or panel
+ctrl-c      kill the running command (the turn goes on); quit when idle
+ctrl-r      show or hide the model's reasoning
+up/down     prompt history; move in a menu
+tab         complete a command or path
+@path       pick a file; ctrl-a/e/k/u/w edit the line; ctrl-j new line`)
+	m.info = &infoPanel{title: "help", body: b.String()}
+	return nil
+}
+
+func (m *Model) cmdModel(arg string) tea.Cmd {
+	if arg == "" {
+		return m.cmdModels("")
+	}
+	return m.switchModel(arg)
+}
+
+func (m *Model) cmdModels(string) tea.Cmd {
+	m.printInfo("listing models...")
+	return m.rt.listModels(m.cfg)
+}
+
+func (m *Model) cmdProvider(string) tea.Cmd { return m.openOnboarding() }
+
+func (m *Model) cmdTools(string) tea.Cmd {
+	offered := map[string]bool{}
+	names := m.rt.sess.OfferedNames()
+	for _, n := range names {
+		offered[n] = true
+	}
+	all := tools.Builtins()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d offered this turn of %d registered\n\n", len(names), len(all)+len(pluginTools(names, all)))
+	for _, t := range all {
+		state := "offered"
+		if !offered[t.Name()] {
+			state = "withheld (set " + string(t.Set()) + " is off)"
+		}
+		gate := "free"
+		if tools.IsGated(t) {
+			gate = "asks"
+		}
+		fmt.Fprintf(&b, "%-16s %-10s %-5s %s\n", t.Name(), t.Set(), gate, state)
+	}
+	for _, n := range pluginTools(names, all) {
+		fmt.Fprintf(&b, "%-16s %-10s %-5s %s\n", n, "plugin", "free", "offered")
+	}
+	m.info = &infoPanel{title: "tools", body: strings.TrimRight(b.String(), "\n")}
+	return nil
+}
+
+// pluginTools are the offered names that are not built-in tools.
+func pluginTools(offered []string, builtins []tools.Tool) []string {
+	var out []string
+	for _, n := range offered {
+		if tools.Find(builtins, n) == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (m *Model) cmdContext(string) tea.Cmd {
+	m.stats = m.rt.stats()
+	var b strings.Builder
+	if len(m.opts.Instructions) == 0 {
+		b.WriteString("no AGENTS.md found (nor CLAUDE.md, .shiro.md)\n")
+	} else {
+		b.WriteString("instructions: " + strings.Join(m.opts.Instructions, ", ") + "\n")
+	}
+	threshold := m.cfg.CompactThreshold
+	if threshold <= 0 {
+		threshold = agent.DefaultPruneThreshold
+	}
+	fmt.Fprintf(&b, "context: ~%s tokens in %d messages (%d%% of the %s pruning threshold)",
+		humanTokens(m.stats.context), len(m.rt.sess.Agent().Messages()), m.stats.context*100/threshold, humanTokens(threshold))
+	m.info = &infoPanel{title: "context", body: b.String()}
+	return nil
+}
+
+func (m *Model) cmdCost(string) tea.Cmd {
+	m.stats = m.rt.stats()
+	u := m.stats.usage
+	spend := "unpriced"
+	if usd, ok := orchestrator.Cost(m.stats.model, u); ok {
+		spend = orchestrator.FormatUSD(usd)
+	}
+	body := fmt.Sprintf("model     %s/%s\nbilled    %d in / %d out tokens\nspend     %s\ncontext   ~%s tokens",
+		m.stats.provider, m.stats.model, u.InputTokens, u.OutputTokens, spend, humanTokens(m.stats.context))
+	m.info = &infoPanel{title: "cost", body: body}
+	return nil
+}
+
+func (m *Model) cmdCompact(string) tea.Cmd {
+	m.beginBusy()
+	m.printInfo("compacting the session...")
+	return tea.Batch(m.rt.startCompact(m.turnID), spin(m.turnID))
+}
+
+func (m *Model) cmdSessions(string) tea.Cmd { return m.rt.listSessions() }
+
+func (m *Model) cmdResume(arg string) tea.Cmd {
+	if arg == "" {
+		m.printError("usage: /resume <session-id>")
+		return nil
+	}
+	return m.rt.resume(arg)
+}
+
+func (m *Model) cmdSave(string) tea.Cmd { return m.rt.save() }
+
+func (m *Model) cmdClear(string) tea.Cmd { return m.rt.clear() }
+
+func (m *Model) cmdExit(string) tea.Cmd {
+	m.quitting = true
+	return tea.Quit
+}
+
+// commandResult shows what a command's background work found.
+func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case modelsMsg:
+		if msg.warning != "" {
+			m.printLine(m.st.warn.Render("could not list models: " + msg.warning))
+		}
+		if len(msg.ids) == 0 {
+			m.printError("no models to pick from - use /model <id> or /provider")
+			return nil
+		}
+		return m.openModelPicker(msg.ids)
+	case modelSetMsg:
+		if msg.err != nil {
+			m.printError(msg.err.Error())
+			return nil
+		}
+		m.cfg, m.configured = msg.cfg, true
+		m.stats = m.rt.stats()
+		m.printInfo(fmt.Sprintf("model: %s/%s", msg.cfg.Provider, msg.cfg.Model))
+	case sessionsMsg:
+		if msg.err != nil {
+			m.printError(msg.err.Error())
+			return nil
+		}
+		var b strings.Builder
+		for i, r := range msg.recs {
+			fmt.Fprintf(&b, "%s  %s  %dmsg  %s\n", r.ID[:8], r.UpdatedAt.Local().Format("2006-01-02 15:04"), msg.counts[i], r.Title)
+		}
+		body := strings.TrimRight(b.String(), "\n")
+		if body == "" {
+			body = "no saved sessions"
+		}
+		m.info = &infoPanel{title: "sessions", body: body + "\n\n/resume <id> loads one"}
+	case resumedMsg:
+		if msg.err != nil {
+			m.printError(msg.err.Error())
+			return nil
+		}
+		m.sessionID = msg.rec.ID
+		m.stats = m.rt.stats()
+		m.printInfo(fmt.Sprintf("resumed %s: %d messages - %s", msg.rec.ID[:8], msg.n, msg.rec.Title))
+	case savedMsg:
+		switch {
+		case msg.err != nil:
+			m.printError(msg.err.Error())
+		case msg.id == "":
+			m.printInfo("nothing to save yet")
+		default:
+			m.printInfo("saved " + msg.id)
+		}
+	case clearedMsg:
+		m.sessionID = msg.id
+		m.stats = m.rt.stats()
+		m.printed = false
+		// Wipe the screen and the scrollback, then the header shows again.
+		m.out.push("\x1b[3J\x1b[2J\x1b[H")
+		return nil
+	}
+	return nil
+}

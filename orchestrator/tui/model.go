@@ -1,0 +1,397 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/sandbox"
+)
+
+// Timing of the live parts.
+const (
+	flushEvery = 60 * time.Millisecond // the live reply is re-rendered at most this often
+	spinEvery  = 100 * time.Millisecond
+)
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// Model is the UI's one Bubble Tea model. Its parts are plain structs
+// drawn by View; huh forms are child models.
+type Model struct {
+	rt   *runtime
+	opts Options
+	st   styles
+	md   markdown
+	out  *printQueue
+
+	width, height int
+	cfg           config.Config
+	configured    bool
+	stats         stats
+	sessionID     string
+	resumed       int
+
+	box     sandboxBox
+	printed bool // something is in the transcript (the header is gone)
+
+	input    editor
+	history  historyNav
+	menu     menuState
+	files    fileIndex
+	info     *infoPanel
+	queue    []string
+	busy     bool
+	turnID   int
+	turn     turnState
+	approval *approvalPrompt
+	pending  []approvalMsg // approvals waiting behind the one shown
+	form     *formModal    // onboarding or a picker
+
+	printedLines int // transcript lines printed so far
+
+	ctrlC    int // ctrl-c presses in a row
+	quitting bool
+	forced   bool
+}
+
+// sandboxBox is the sandbox's state in the header and status bar.
+type sandboxBox struct {
+	image    string
+	phase    string // starting, building, ready, failed, host
+	progress string
+	info     sandbox.Info
+	err      string
+}
+
+// fileIndex is the @ picker's list of files, walked on first use.
+type fileIndex struct {
+	loading, loaded bool
+	files           []string
+	err             string
+}
+
+// menuState is the command or file menu under the input.
+type menuState struct {
+	sel       int
+	dismissed string // the input for which esc closed the menu
+}
+
+// infoPanel is a command's output (esc dismisses it; the next submit
+// clears it).
+type infoPanel struct {
+	title, body string
+}
+
+func newModel(rt *runtime, opts Options, st styles) *Model {
+	m := &Model{
+		rt:         rt,
+		opts:       opts,
+		st:         st,
+		md:         markdown{profile: st.profile},
+		out:        rt.app.out,
+		cfg:        opts.Config,
+		configured: opts.Configured,
+		sessionID:  opts.Record.ID,
+		resumed:    len(opts.Record.Messages),
+		box:        sandboxBox{image: opts.SandboxImage, phase: "starting"},
+	}
+	if opts.Config.Sandbox.NoSandbox {
+		m.box.phase = "host"
+	}
+	if rt.sess != nil {
+		m.stats = rt.stats()
+		m.sessionID = rt.app.rec.id()
+	}
+	m.history.reset()
+	return m
+}
+
+// Init loads the history, starts the sandbox and, when no provider is
+// configured, opens onboarding.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.rt.loadHistory()}
+	if m.box.phase != "host" {
+		cmds = append(cmds, m.rt.startSandbox())
+	}
+	if !m.configured {
+		cmds = append(cmds, m.openOnboarding())
+	} else if p := strings.TrimSpace(m.opts.Prompt); p != "" {
+		cmds = append(cmds, m.submit(p))
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update is the one place state changes.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		if strings.TrimSpace(m.turn.raw) != "" {
+			m.turn.rendered = m.md.render(m.turn.raw, m.contentWidth())
+		}
+		return m, m.forwardToForm(msg)
+	case tea.KeyMsg:
+		return m, m.key(msg)
+	case eventMsg:
+		return m, m.event(msg)
+	case turnEndMsg:
+		return m, m.turnEnded(msg)
+	case flushMsg:
+		if msg.turn == m.turnID {
+			m.turn.flushScheduled = false
+			m.flushLive(false)
+		}
+		return m, nil
+	case spinMsg:
+		if msg.turn != m.turnID || !m.busy {
+			return m, nil
+		}
+		m.turn.frame++
+		return m, spin(m.turnID)
+	case approvalMsg:
+		return m, m.showApproval(msg)
+	case approvalGoneMsg:
+		m.dropApproval(msg.id)
+		return m, nil
+	case progressMsg:
+		if m.box.phase == "starting" || m.box.phase == "building" {
+			m.box.progress = msg.line
+			if strings.Contains(msg.line, "building") || strings.HasPrefix(msg.line, "Step") || strings.HasPrefix(msg.line, "#") {
+				m.box.phase = "building"
+			}
+		}
+		return m, nil
+	case noticeMsg:
+		m.printInfo(msg.text)
+		return m, nil
+	case sandboxMsg:
+		m.sandboxReady(msg)
+		return m, nil
+	case interruptedMsg:
+		if len(msg.names) > 0 {
+			m.printLine(m.st.notice.Render("interrupted: " + strings.Join(msg.what, ", ")))
+		}
+		return m, nil
+	case filesMsg:
+		m.files.loading, m.files.loaded, m.files.files = false, true, msg.files
+		if msg.err != nil {
+			m.files.err = msg.err.Error()
+		}
+		return m, nil
+	case historyMsg:
+		// Prompts submitted before the file was read stay newest.
+		m.history.entries = append(msg.entries, m.history.entries...)
+		m.history.reset()
+		return m, nil
+	case compactedMsg:
+		m.compacted(msg)
+		return m, nil
+	case modelsMsg, modelSetMsg, sessionsMsg, resumedMsg, savedMsg, clearedMsg:
+		return m, m.commandResult(msg)
+	}
+	return m, m.forwardToForm(msg)
+}
+
+// forwardToForm passes a message to the open huh form (its own messages,
+// window sizes, blinks).
+func (m *Model) forwardToForm(msg tea.Msg) tea.Cmd {
+	switch {
+	case m.approval != nil:
+		return m.approval.update(m, msg)
+	case m.form != nil:
+		return m.form.update(m, msg)
+	}
+	return nil
+}
+
+func spin(turn int) tea.Cmd {
+	return tea.Tick(spinEvery, func(time.Time) tea.Msg { return spinMsg{turn: turn} })
+}
+
+type (
+	flushMsg struct{ turn int }
+	spinMsg  struct{ turn int }
+)
+
+// printLine queues transcript lines. The first one brings the header
+// along, so that it stays in the scrollback above the conversation.
+func (m *Model) printLine(lines ...string) {
+	if !m.printed {
+		m.printed = true
+		m.out.push(m.headerView(), "")
+	}
+	for _, l := range lines {
+		m.printedLines += strings.Count(l, "\n") + 1
+	}
+	m.out.push(lines...)
+}
+
+func (m *Model) printInfo(text string) { m.printLine(m.st.info.Render(text)) }
+
+func (m *Model) printError(text string) { m.printLine(m.st.errText.Render("error: " + text)) }
+
+// sandboxReady records the end of the sandbox's start.
+func (m *Model) sandboxReady(msg sandboxMsg) {
+	if msg.err != nil {
+		m.box.phase, m.box.err = "failed", msg.err.Error()
+		if m.printed {
+			m.printError("the sandbox did not start: " + m.box.err)
+			m.printInfo(sandboxFix)
+		}
+		return
+	}
+	m.box.phase, m.box.info, m.box.progress = "ready", msg.info, ""
+	if msg.info.Kind == "local" {
+		m.box.phase = "host"
+	}
+}
+
+// sandboxFix is what to do when the sandbox cannot start.
+const sandboxFix = "fix: start Docker (or point DOCKER_HOST at an engine) and restart shiro, or run shiro --no-sandbox; bash, grep and git fail until then"
+
+// submit handles an entered line: queued while a turn runs, else run.
+func (m *Model) submit(text string) tea.Cmd {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil
+	}
+	m.info = nil
+	if m.busy {
+		m.queue = append(m.queue, text)
+		return nil
+	}
+	return m.run(text)
+}
+
+// run executes a line now: a slash command or a prompt.
+func (m *Model) run(text string) tea.Cmd {
+	if strings.HasPrefix(text, "/") {
+		return m.runCommand(text)
+	}
+	if !m.configured {
+		m.printError(errNoProvider)
+		return nil
+	}
+	return m.startTurn(text)
+}
+
+const errNoProvider = "no provider configured yet - run /provider"
+
+// startTurn prints the prompt and runs it.
+func (m *Model) startTurn(prompt string) tea.Cmd {
+	if m.printed {
+		m.printLine("")
+	}
+	m.printLine(m.st.user.Render("> " + prompt))
+	m.beginBusy()
+	return tea.Batch(m.rt.startTurn(m.turnID, prompt), spin(m.turnID))
+}
+
+// beginBusy starts a turn's live state.
+func (m *Model) beginBusy() {
+	m.turnID++
+	m.busy = true
+	m.turn = turnState{}
+}
+
+// turnEnded drops the turn's live state and runs the next queued line.
+func (m *Model) turnEnded(msg turnEndMsg) tea.Cmd {
+	if msg.turn != m.turnID {
+		return nil
+	}
+	m.flushLive(true)
+	m.busy = false
+	m.turn = turnState{}
+	m.stats = m.rt.stats()
+	m.approval, m.pending = nil, nil
+	return m.drain()
+}
+
+// drain runs the next queued line; a slash command that starts no turn
+// lets the one after it run too, so the queue never stalls.
+func (m *Model) drain() tea.Cmd {
+	var cmds []tea.Cmd
+	for len(m.queue) > 0 && !m.busy && !m.quitting {
+		next := m.queue[0]
+		m.queue = m.queue[1:]
+		cmds = append(cmds, m.run(next))
+	}
+	return tea.Batch(cmds...)
+}
+
+// showApproval opens the prompt for a gated call (or queues it behind the
+// one shown).
+func (m *Model) showApproval(msg approvalMsg) tea.Cmd {
+	if m.approval != nil {
+		m.pending = append(m.pending, msg)
+		return nil
+	}
+	m.flushLive(true)
+	m.approval = newApprovalPrompt(msg, m.width)
+	return m.approval.form.Init()
+}
+
+// decide answers the shown approval and opens the next one.
+func (m *Model) decide(d agent.Decision) tea.Cmd {
+	a := m.approval
+	if a == nil {
+		return nil
+	}
+	m.approval = nil
+	cmds := []tea.Cmd{answer(a.msg.reply, d)}
+	if d == agent.Always {
+		// Later calls of this tool in the same step are allowed already.
+		var keep []approvalMsg
+		for _, p := range m.pending {
+			if p.req.Tool == a.msg.req.Tool {
+				cmds = append(cmds, answer(p.reply, agent.Always))
+				continue
+			}
+			keep = append(keep, p)
+		}
+		m.pending = keep
+	}
+	if len(m.pending) > 0 {
+		next := m.pending[0]
+		m.pending = m.pending[1:]
+		cmds = append(cmds, m.showApproval(next))
+	}
+	return tea.Batch(cmds...)
+}
+
+// dropApproval removes an approval whose turn was aborted.
+func (m *Model) dropApproval(id string) {
+	if m.approval != nil && m.approval.msg.req.ID == id {
+		m.approval = nil
+		if len(m.pending) > 0 {
+			next := m.pending[0]
+			m.pending = m.pending[1:]
+			m.approval = newApprovalPrompt(next, m.width)
+		}
+		return
+	}
+	for i, p := range m.pending {
+		if p.req.ID == id {
+			m.pending = append(m.pending[:i], m.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// compacted reports /compact.
+func (m *Model) compacted(msg compactedMsg) {
+	switch {
+	case msg.err != nil:
+		m.printError(msg.err.Error())
+	case msg.before == 0:
+		m.printInfo("nothing to compact yet")
+	default:
+		m.printInfo(fmt.Sprintf("compacted %d messages into %d", msg.before, msg.after))
+	}
+	m.stats = m.rt.stats()
+}

@@ -1,0 +1,351 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/sandbox"
+)
+
+// runtime performs the UI's side effects. Each method returns a tea.Cmd;
+// work that outlives the command (a turn, the sandbox start) runs in a
+// goroutine of jobs and reports through the app's pump, so that its
+// messages stay in order with the turn's events.
+type runtime struct {
+	app  *App
+	sess Session
+	// ctx is the program's lifetime. Bubble Tea gives Update no context, so
+	// the runtime holds the one Run made; it is cancelled when Run ends.
+	ctx  context.Context
+	jobs group
+
+	mu         sync.Mutex
+	cancelTurn context.CancelFunc
+}
+
+// Messages of the runtime.
+type (
+	eventMsg struct {
+		turn int
+		ev   agent.Event
+	}
+	turnEndMsg struct {
+		turn int
+		err  error
+	}
+	compactedMsg struct {
+		before, after int
+		err           error
+	}
+	approvalMsg struct {
+		req    agent.ApprovalRequest
+		detail preview
+		reply  chan<- agent.Decision
+	}
+	approvalGoneMsg struct{ id string }
+	progressMsg     struct{ line string }
+	noticeMsg       struct{ text string }
+	sandboxMsg      struct {
+		info sandbox.Info
+		err  error
+	}
+	interruptedMsg struct{ names, what []string }
+	filesMsg       struct {
+		files []string
+		err   error
+	}
+	historyMsg struct{ entries []string }
+	modelsMsg  struct {
+		ids     []string
+		warning string
+	}
+	modelSetMsg struct {
+		cfg config.Config
+		err error
+	}
+	sessionsMsg struct {
+		recs   []store.Record
+		counts []int
+		err    error
+	}
+	resumedMsg struct {
+		rec store.Record
+		n   int
+		err error
+	}
+	savedMsg struct {
+		id  string
+		err error
+	}
+	clearedMsg struct{ id string }
+)
+
+// startSandbox opens the sandbox in the background.
+func (rt *runtime) startSandbox() tea.Cmd {
+	return func() tea.Msg {
+		rt.jobs.Go(func() {
+			info, err := rt.sess.StartSandbox(rt.ctx)
+			rt.app.post(sandboxMsg{info: info, err: err})
+		})
+		return nil
+	}
+}
+
+// startTurn runs one turn; its events and then its end arrive as messages.
+func (rt *runtime) startTurn(turn int, prompt string) tea.Cmd {
+	return rt.job(turn, func(ctx context.Context) {
+		_ = rt.sess.Send(ctx, prompt, func(e agent.Event) { rt.app.post(eventMsg{turn: turn, ev: e}) })
+	})
+}
+
+// startCompact runs /compact as a turn (esc cancels it).
+func (rt *runtime) startCompact(turn int) tea.Cmd {
+	return rt.job(turn, func(ctx context.Context) {
+		before, after, err := rt.sess.Compact(ctx)
+		if err == nil && before > 0 {
+			rt.app.rec.change(rt.sess.Agent().Messages())
+		}
+		rt.app.post(compactedMsg{before: before, after: after, err: err})
+	})
+}
+
+// job runs f as the current turn under a context esc can cancel.
+func (rt *runtime) job(turn int, f func(ctx context.Context)) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithCancel(rt.ctx)
+		rt.mu.Lock()
+		rt.cancelTurn = cancel
+		rt.mu.Unlock()
+		started := rt.jobs.Go(func() {
+			defer cancel()
+			f(ctx)
+			rt.app.post(turnEndMsg{turn: turn})
+		})
+		if !started {
+			cancel()
+		}
+		return nil
+	}
+}
+
+// abort cancels the running turn (esc).
+func (rt *runtime) abort() tea.Cmd {
+	return func() tea.Msg {
+		rt.mu.Lock()
+		cancel := rt.cancelTurn
+		rt.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		return nil
+	}
+}
+
+// interrupt kills the commands in flight; the turn goes on (ctrl-c).
+// what names them for the transcript, as they were when ctrl-c was pressed.
+func (rt *runtime) interrupt(what []string) tea.Cmd {
+	return func() tea.Msg {
+		return interruptedMsg{names: rt.sess.Agent().InterruptTools(), what: what}
+	}
+}
+
+// answer gives the agent the user's decision.
+func answer(reply chan<- agent.Decision, d agent.Decision) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case reply <- d:
+		default: // already answered
+		}
+		return nil
+	}
+}
+
+// indexFiles walks the workspace for the @ picker.
+func (rt *runtime) indexFiles() tea.Cmd {
+	ws := rt.app.opts.Workspace
+	return func() tea.Msg {
+		files, err := indexFiles(rt.ctx, ws)
+		return filesMsg{files: files, err: err}
+	}
+}
+
+// loadHistory reads the project's prompt history.
+func (rt *runtime) loadHistory() tea.Cmd {
+	file := historyFile(rt.app.opts.Paths, rt.app.opts.Workspace)
+	return func() tea.Msg { return historyMsg{entries: loadHistory(file)} }
+}
+
+// saveHistory writes the project's prompt history (a failure is shown).
+func (rt *runtime) saveHistory(h []string) tea.Cmd {
+	file := historyFile(rt.app.opts.Paths, rt.app.opts.Workspace)
+	h = append([]string(nil), h...)
+	return func() tea.Msg {
+		if err := saveHistory(file, h); err != nil {
+			return noticeMsg{text: err.Error()}
+		}
+		return nil
+	}
+}
+
+// fallbackModels are offered when the endpoint lists none.
+var fallbackModels = map[string][]string{
+	config.ProviderAnthropic: {"claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"},
+	config.ProviderOpenAI:    {"gpt-5", "gpt-5-mini", "o4-mini"},
+}
+
+// listModels asks the endpoint for its models (15 s at most).
+func (rt *runtime) listModels(cfg config.Config) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(rt.ctx, 15*time.Second)
+		defer cancel()
+		ids, err := orchestrator.ListModels(ctx, cfg)
+		switch {
+		case err != nil:
+			return modelsMsg{ids: fallbackModels[cfg.Provider], warning: err.Error()}
+		case len(ids) == 0:
+			return modelsMsg{ids: fallbackModels[cfg.Provider], warning: cfg.BaseURL + " listed no models."}
+		}
+		return modelsMsg{ids: ids}
+	}
+}
+
+// setModel builds the model cfg names and gives it to the agent.
+func (rt *runtime) setModel(cfg config.Config) tea.Cmd {
+	return func() tea.Msg {
+		m, err := orchestrator.NewModel(cfg, rt.app.Notice)
+		if err != nil {
+			return modelSetMsg{cfg: cfg, err: err}
+		}
+		rt.sess.Agent().SetModel(m)
+		rt.app.rec.setModel(cfg.Provider, cfg.Model)
+		return modelSetMsg{cfg: cfg}
+	}
+}
+
+// saveProvider writes the onboarding's answers to the user's config file,
+// then switches to the model.
+func (rt *runtime) saveProvider(cfg config.Config, keyFromEnv bool) tea.Cmd {
+	paths := rt.app.opts.Paths
+	set := rt.setModel(cfg)
+	return func() tea.Msg {
+		err := config.Save(paths, func(doc map[string]any) error {
+			doc["provider"] = cfg.Provider
+			doc["model"] = cfg.Model
+			if cfg.BaseURL != "" && cfg.BaseURL != config.DefaultBaseURL[cfg.Provider] {
+				doc["baseURL"] = cfg.BaseURL
+			} else {
+				delete(doc, "baseURL")
+			}
+			if cfg.APIKey != "" && !keyFromEnv {
+				doc["apiKey"] = cfg.APIKey
+			} else {
+				delete(doc, "apiKey")
+			}
+			return nil
+		})
+		if err != nil {
+			return modelSetMsg{cfg: cfg, err: err}
+		}
+		return set()
+	}
+}
+
+// sessionsLimit is how many sessions /sessions lists.
+const sessionsLimit = 15
+
+// listSessions reads the newest sessions.
+func (rt *runtime) listSessions() tea.Cmd {
+	st := rt.app.opts.Store
+	return func() tea.Msg {
+		recs, err := st.List(sessionsLimit)
+		if err != nil {
+			return sessionsMsg{err: err}
+		}
+		counts := make([]int, len(recs))
+		for i, r := range recs {
+			if full, err := st.Load(r.ID); err == nil {
+				counts[i] = len(full.Messages)
+			}
+		}
+		return sessionsMsg{recs: recs, counts: counts}
+	}
+}
+
+// resume loads a session by id or prefix and makes it this one.
+func (rt *runtime) resume(query string) tea.Cmd {
+	st := rt.app.opts.Store
+	return func() tea.Msg {
+		rec, err := st.Resolve(query)
+		if err != nil {
+			var nm *store.NoMatchError
+			if errors.As(err, &nm) {
+				return resumedMsg{err: fmt.Errorf("no session matches %q (or more than one does)", query)}
+			}
+			return resumedMsg{err: err}
+		}
+		if err := rt.app.rec.flush(); err != nil {
+			return resumedMsg{err: err}
+		}
+		msgs := rec.Messages
+		rt.sess.Agent().Replace(msgs)
+		rt.app.rec.switchTo(rec, msgs)
+		return resumedMsg{rec: rec, n: len(msgs)}
+	}
+}
+
+// save writes the session now.
+func (rt *runtime) save() tea.Cmd {
+	return func() tea.Msg {
+		if err := rt.app.rec.flush(); err != nil {
+			return savedMsg{err: err}
+		}
+		id, n, _ := rt.app.rec.summary()
+		if n == 0 {
+			return savedMsg{}
+		}
+		return savedMsg{id: id}
+	}
+}
+
+// clear starts a new, empty session record.
+func (rt *runtime) clear() tea.Cmd {
+	return func() tea.Msg {
+		_ = rt.app.rec.flush()
+		old := rt.app.rec.record()
+		rt.sess.Agent().Replace(nil)
+		rec := store.NewRecord(old.Cwd, old.Provider, old.Model)
+		rt.app.rec.switchTo(rec, nil)
+		return clearedMsg{id: rec.ID}
+	}
+}
+
+// stats reads the numbers of the status bar.
+func (rt *runtime) stats() stats {
+	a := rt.sess.Agent()
+	info := a.Model().Info()
+	return stats{
+		provider: info.Provider,
+		model:    info.Model,
+		tools:    len(rt.sess.OfferedNames()),
+		context:  a.EstimatedTokens(),
+		usage:    a.Usage(),
+	}
+}
+
+// stats are the status bar's numbers, read after each event.
+type stats struct {
+	provider, model string
+	tools           int
+	context         int
+	usage           llm.Usage
+}

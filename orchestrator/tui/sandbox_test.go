@@ -1,0 +1,81 @@
+package tui
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/shiroagent/shiro/orchestrator/config"
+)
+
+func TestSandboxStateInTheHeader(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	f.m.box = sandboxBox{image: "shiro-sandbox:test", phase: "starting"}
+	if v := f.view(); !strings.Contains(v, "sandbox: shiro-sandbox:test - starting...") || !strings.Contains(v, "sandbox starting") {
+		t.Errorf("starting:\n%s", v)
+	}
+	// Progress lines arrive through the writer handed to the sandbox.
+	w := f.app.Progress()
+	if _, err := w.Write([]byte("building the sandbox image shiro-sandbox:test (once)\nStep 2/5 : RUN apt-get")); err != nil {
+		t.Fatal(err)
+	}
+	f.send(<-f.app.pump)
+	if v := f.view(); !strings.Contains(v, "building the image shiro-sandbox:test: building the sandbox image") {
+		t.Errorf("building:\n%s", v)
+	}
+	if _, err := w.Write([]byte(" install\r")); err != nil {
+		t.Fatal(err)
+	}
+	f.send(<-f.app.pump)
+	if v := f.view(); !strings.Contains(v, "Step 2/5 : RUN apt-get install") {
+		t.Errorf("a line is sent once complete:\n%s", v)
+	}
+	f.send(sandboxMsg{err: errors.New("cannot reach the Docker engine")})
+	v := f.view()
+	for _, want := range []string{"sandbox: failed - cannot reach the Docker engine", "fix: start Docker", "sandbox failed"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("failed state lacks %q:\n%s", want, v)
+		}
+	}
+	// Once the transcript has begun, the failure is printed too.
+	f.m.printInfo("x")
+	f.send(sandboxMsg{err: errors.New("gone again")})
+	if !strings.Contains(f.printed(), "error: the sandbox did not start: gone again") {
+		t.Errorf("printed:\n%s", f.printed())
+	}
+}
+
+func TestOnboardingAnswersAreSaved(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100, func(o *Options) { o.Configured = false })
+	cfg := config.Config{Provider: config.ProviderOpenAICompatible, BaseURL: "http://localhost:11434/v1", Model: "qwen3", APIKey: "sk-local-key"}
+	msg := f.m.rt.saveProvider(cfg, false)()
+	set, ok := msg.(modelSetMsg)
+	if !ok || set.err != nil {
+		t.Fatalf("saveProvider: %#v", msg)
+	}
+	f.send(set)
+	if !f.m.configured || f.sess.agent.Model().Info().Model != "qwen3" {
+		t.Errorf("configured %v, model %q", f.m.configured, f.sess.agent.Model().Info().Model)
+	}
+	data, err := os.ReadFile(f.app.opts.Paths.ConfigFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"provider": "openai-compatible", "baseURL": "http://localhost:11434/v1", "model": "qwen3", "apiKey": "sk-local-key"}
+	for k, v := range want {
+		if doc[k] != v {
+			t.Errorf("config %s = %v, want %v", k, doc[k], v)
+		}
+	}
+	if got := maskKey("sk-local-key"); got != "sk-l...-key" {
+		t.Errorf("masked %q", got)
+	}
+}
