@@ -107,7 +107,8 @@ func Workspace(t testing.TB, api *client.Client) string {
 	return ws
 }
 
-// RemoveContainers force-removes every managed container of a workspace.
+// RemoveContainers force-removes every managed container of a workspace,
+// and its home volume.
 func RemoveContainers(t testing.TB, api *client.Client, ws string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -121,6 +122,16 @@ func RemoveContainers(t testing.TB, api *client.Client, ws string) {
 	for _, c := range res.Items {
 		if _, err := api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
 			t.Logf("remove %s: %v", c.ID, err)
+		}
+	}
+	vols, err := api.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		t.Logf("list volumes of %s: %v", ws, err)
+		return
+	}
+	for _, v := range vols.Items {
+		if _, err := api.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
+			t.Logf("remove volume %s: %v", v.Name, err)
 		}
 	}
 }
