@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/integration/testenv"
@@ -439,5 +440,27 @@ func TestOldEngineAPI(t *testing.T) {
 	res := shiro(t, ws, []string{"DOCKER_API_VERSION=1.41"}, "tool", "bash", bashJSON("echo api-ok", 0))
 	if !strings.Contains(res.stdout, "api-ok") {
 		t.Errorf("with API 1.41: %s\n%s", res.stdout, res.stderr)
+	}
+}
+
+// A container that only inherited dev.shiro.managed from its image (a build
+// step, someone's `docker run` of the sandbox image) is not shiro's to prune.
+func TestPruneLeavesContainersThatAreNotAWorkspaces(t *testing.T) {
+	api := testenv.RequireDocker(t)
+	img := testenv.RequireImage(t, api)
+	res, err := api.ContainerCreate(t.Context(), client.ContainerCreateOptions{
+		Config: &container.Config{Image: img, Cmd: []string{"true"}, Labels: map[string]string{"dev.shiro.managed": "true"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = api.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
+	})
+	if out := shiro(t, t.TempDir(), nil, "sandbox", "prune"); out.code != 0 {
+		t.Fatalf("prune: exit %d: %s", out.code, out.stderr)
+	}
+	if _, err := api.ContainerInspect(t.Context(), res.ID, client.ContainerInspectOptions{}); err != nil {
+		t.Errorf("prune removed a container that is not a workspace's: %v", err)
 	}
 }

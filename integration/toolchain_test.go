@@ -47,7 +47,7 @@ type builtImage struct {
 // projectImages lists the images shiro built from files in ws.
 func projectImages(t *testing.T, api *client.Client, ws string) []builtImage {
 	t.Helper()
-	f := client.Filters{}.Add("label", "dev.shiro.managed=true")
+	f := client.Filters{}.Add("label", "dev.shiro.built=true")
 	res, err := api.ImageList(context.Background(), client.ImageListOptions{Filters: f})
 	if err != nil {
 		t.Fatalf("list images: %v", err)

@@ -78,7 +78,7 @@ func (e *Engine) DescribeImage(ctx context.Context, ref string) (ImageDescriptio
 	d.Offline = strings.Contains(img.Comment, "debootstrap")
 	if img.Config != nil {
 		l := img.Config.Labels
-		d.Managed = l[LabelManaged] == "true"
+		d.Managed = l[LabelBuilt] == "true" || l[LabelManaged] == "true" // images built before LabelBuilt
 		d.Source = l[LabelSource]
 	}
 	return d, nil

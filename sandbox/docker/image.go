@@ -162,7 +162,7 @@ func buildDefaultImage(ctx context.Context, api ImageAPI, opts BuildOptions, aut
 }
 
 // imageLabels are put on the images shiro builds.
-var imageLabels = map[string]string{LabelManaged: "true"}
+var imageLabels = map[string]string{LabelBuilt: "true"}
 
 // buildOnline builds images.Dockerfile() through the engine's classic
 // builder (BuildKit needs a session the API alone does not give).

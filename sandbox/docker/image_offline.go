@@ -45,7 +45,7 @@ var offlineImageChanges = []string{
 	"ENV LANG=C.UTF-8",
 	"ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	`CMD ["bash"]`,
-	"LABEL " + LabelManaged + "=true",
+	"LABEL " + LabelBuilt + "=true",
 }
 
 // offlineHost is what an offline build needs from the machine it runs on;

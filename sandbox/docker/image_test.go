@@ -270,8 +270,8 @@ func TestBuildDefaultImageOnline(t *testing.T) {
 			if opts.Version != build.BuilderV1 {
 				t.Errorf("builder version = %q, want the classic builder", opts.Version)
 			}
-			if opts.Labels[LabelManaged] != "true" {
-				t.Errorf("labels = %v, want %s=true", opts.Labels, LabelManaged)
+			if opts.Labels[LabelBuilt] != "true" || opts.Labels[LabelManaged] != "" {
+				t.Errorf("labels = %v, want %s=true and no %s", opts.Labels, LabelBuilt, LabelManaged)
 			}
 			tr := tar.NewReader(buildContext)
 			hdr, err := tr.Next()

@@ -23,7 +23,7 @@ import (
 // LabelSource is put on the images shiro builds from a project's
 // Dockerfile or devcontainer.json: the file's path. (The classic builder
 // turns each label into a step of its own, so there are only two labels:
-// this one and LabelManaged; the tag holds the context's hash.)
+// this one and LabelBuilt; the tag holds the context's hash.)
 const LabelSource = "dev.shiro.source"
 
 // ProjectImageRepo is the repository of the images shiro builds for
@@ -400,7 +400,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			Target:      bs.target,
 			Remove:      true,
 			ForceRemove: true,
-			Labels:      map[string]string{LabelManaged: "true", LabelSource: bs.source},
+			Labels:      map[string]string{LabelBuilt: "true", LabelSource: bs.source},
 			Version:     build.BuilderV1,
 		})
 		if err != nil {
@@ -435,7 +435,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 func removeOlderBuilds(ctx context.Context, api resolveAPI, source, keepTag string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	f := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelSource+"="+source)
+	f := client.Filters{}.Add("label", LabelBuilt+"=true").Add("label", LabelSource+"="+source)
 	list, err := api.ImageList(ctx, client.ImageListOptions{Filters: f})
 	if err != nil {
 		return

@@ -204,7 +204,7 @@ func TestResolveDockerfileBuildsOnce(t *testing.T) {
 	}
 	b := eng.builds[0]
 	if b.Dockerfile != "Dockerfile" || b.Version != build.BuilderV1 || !slices.Equal(b.Tags, []string{first.Ref}) ||
-		b.Labels[LabelManaged] != "true" || b.Labels[LabelSource] != first.Source {
+		b.Labels[LabelBuilt] != "true" || b.Labels[LabelSource] != first.Source {
 		t.Errorf("build options %+v", b)
 	}
 	if v := b.BuildArgs[BaseImageArg]; v == nil || *v != images.Tag() {

@@ -39,6 +39,9 @@ func (e *Engine) List(ctx context.Context, ws string) ([]ContainerInfo, error) {
 	}
 	out := make([]ContainerInfo, 0, len(res.Items))
 	for _, c := range res.Items {
+		if !ours(c.Labels) {
+			continue
+		}
 		info := ContainerInfo{
 			Workspace: c.Labels[LabelWorkspace],
 			ID:        c.ID,
@@ -159,6 +162,9 @@ func (e *Engine) sweep(ctx context.Context) {
 		return
 	}
 	for _, c := range res.Items {
+		if !ours(c.Labels) {
+			continue
+		}
 		if _, err := os.Stat(c.Labels[LabelWorkspace]); errors.Is(err, os.ErrNotExist) {
 			_, _ = e.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
 		}
@@ -170,4 +176,11 @@ func short(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// ours reports whether a container carrying LabelManaged is one shiro made
+// for a workspace. The label alone is not enough: a container inherits its
+// image's labels, and images built by older versions carried it.
+func ours(labels map[string]string) bool {
+	return labels[LabelManaged] == "true" && labels[LabelWorkspace] != "" && labels[LabelConfig] != ""
 }

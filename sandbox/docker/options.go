@@ -20,6 +20,11 @@ const (
 	LabelConfig    = "dev.shiro.config"
 	LabelVersion   = "dev.shiro.version"
 	LabelImage     = "dev.shiro.image"
+	// LabelBuilt marks the images shiro builds. It is not LabelManaged:
+	// containers inherit their image's labels (a build step's, a user's
+	// `docker run`), and only containers shiro made for a workspace are its
+	// to stop, sweep and prune.
+	LabelBuilt = "dev.shiro.built"
 )
 
 // Defaults for the container's limits.
