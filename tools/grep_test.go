@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shiroagent/shiro/internal/treegen"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/local"
 	"github.com/shiroagent/shiro/sandbox/sandboxtest"
-	"github.com/shiroagent/shiro/internal/treegen"
 )
 
 // localSandbox returns a sandbox on the host for env's workspace.
