@@ -20,6 +20,12 @@ var toolGuidance = map[string]string{
 	"write_file":      "write_file: new files or complete rewrites only.",
 	"bash":            "bash: builds, tests, scripts; it runs in a sandbox container with the workspace at the same path.",
 	"current_time":    "current_time: the current date and time.",
+	"task":            "task: hand a self-contained read-only search or review to a subagent; it sees none of this conversation.",
+	"todo_write":      "todo_write: keep a task list for multi-step work; one task in_progress at a time.",
+	"remember":        "remember: record a durable fact, decision, gotcha or command about this project.",
+	"recall":          "recall: search the notes recorded about this project in earlier sessions.",
+	"forget":          "forget: delete notes that turned out wrong or stale.",
+	"skill":           "skill: load the instructions of a skill listed below when the task matches it.",
 }
 
 // gitTools fold into one line.
@@ -38,6 +44,12 @@ type PromptInput struct {
 	Interactive bool
 	// Instructions is the project instructions block ("" for none).
 	Instructions string
+	// Memory is the memory block ("" for none).
+	Memory string
+	// Skills is the skills catalogue ("" for none).
+	Skills string
+	// Todos is the task list block ("" for none).
+	Todos string
 }
 
 // SystemPrompt assembles the prompt of one step.
@@ -100,10 +112,14 @@ func SystemPrompt(in PromptInput) string {
 		b.WriteString("- Nobody can answer questions in this run: decide, and state the assumption you made.\n")
 	}
 	b.WriteString("\nReplies: lead with the outcome, no preamble; markdown is rendered; report failures as they are.\n")
-	if in.Instructions != "" {
-		b.WriteString("\n")
-		b.WriteString(in.Instructions)
-		b.WriteString("\n")
+	// Appended sections, each only when non-empty. Plugin appendices are
+	// added after this prompt by the agent.
+	for _, section := range []string{in.Instructions, in.Memory, in.Skills, in.Todos} {
+		if section != "" {
+			b.WriteString("\n")
+			b.WriteString(section)
+			b.WriteString("\n")
+		}
 	}
 	return b.String()
 }

@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -35,6 +39,19 @@ type SessionOptions struct {
 	History []llm.Message
 	// OnChange is called after every change of the history.
 	OnChange func([]llm.Message)
+
+	// DataDir holds per-project memory ("" leaves memory off).
+	DataDir string
+	// UserSkillsDir holds the user's skills ("" for none).
+	UserSkillsDir string
+	// NoMemory, NoSkills and NoSubagent leave out memory, skills and the
+	// task tool.
+	NoMemory, NoSkills, NoSubagent bool
+	// Todos is a saved task list to restore (store.Record.Todos).
+	Todos json.RawMessage
+	// OnTodos is called after every change of the task list (the TUI's
+	// task panel).
+	OnTodos func([]sessiontools.Todo)
 }
 
 // Session is one conversation with its workspace, sandbox and tools.
@@ -47,6 +64,11 @@ type Session struct {
 	sets     tools.EnabledSets
 	plugins  []agent.Plugin
 	agent    *agent.Agent
+	// Session tools and their state.
+	todos        *sessiontools.TodoList
+	memory       *sessiontools.Memory // nil with memory off
+	skills       []sessiontools.Skill
+	sessionTools []agent.Tool
 	// Notices collected while the session was assembled (unknown plugins).
 	Notices []string
 }
@@ -78,6 +100,11 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if !opts.NoInstructions {
 		instructions = InstructionsBlock(LoadInstructions(opts.Workspace))
 	}
+	s.addSessionTools(opts)
+	autoApprove := make([]string, len(s.sessionTools))
+	for i, t := range s.sessionTools {
+		autoApprove[i] = t.Name()
+	}
 	a, err := agent.New(agent.Config{
 		Model: opts.Model,
 		Tools: s.offered,
@@ -89,8 +116,19 @@ func NewSession(opts SessionOptions) (*Session, error) {
 					in.Gated = append(in.Gated, t.Name())
 				}
 			}
+			// A section naming a tool goes in only while that tool is offered.
+			if s.memory != nil && slices.Contains(in.Offered, "recall") {
+				in.Memory = s.memory.Block()
+			}
+			if slices.Contains(in.Offered, "skill") {
+				in.Skills = sessiontools.SkillsCatalogue(s.skills)
+			}
+			if slices.Contains(in.Offered, "todo_write") {
+				in.Todos = s.todos.Block()
+			}
 			return SystemPrompt(in)
 		},
+		AutoApprove:    autoApprove,
 		Approver:       opts.Approver,
 		Yolo:           opts.Yolo,
 		Plugins:        plugins,
@@ -108,8 +146,40 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	return s, nil
 }
 
-// offered adapts the offered built-in tools for the agent.
+// addSessionTools assembles the session tools: todo_write always;
+// remember, recall and forget with a data directory and memory on; skill
+// when at least one skill loads; task unless the subagent is off.
+func (s *Session) addSessionTools(opts SessionOptions) {
+	s.todos = &sessiontools.TodoList{OnChange: opts.OnTodos}
+	s.todos.Restore(opts.Todos)
+	s.sessionTools = []agent.Tool{sessiontools.TodoWrite{List: s.todos}}
+	if !opts.NoMemory && opts.DataDir != "" {
+		s.memory = sessiontools.NewMemory(opts.DataDir, config.ProjectKey(opts.Workspace))
+		s.sessionTools = append(s.sessionTools, sessiontools.MemoryTools(s.memory)...)
+	}
+	if !opts.NoSkills {
+		s.skills = sessiontools.LoadSkills(sessiontools.DefaultSkillSources(opts.UserSkillsDir, filepath.Join(opts.Workspace, ".shiro", "skills")))
+		if len(s.skills) > 0 {
+			s.sessionTools = append(s.sessionTools, sessiontools.SkillTool{Skills: s.skills})
+		}
+	}
+	if !opts.NoSubagent {
+		s.sessionTools = append(s.sessionTools, sessiontools.Task{
+			Model:     func() llm.Model { return s.agent.Model() },
+			Tools:     s.builtinTools,
+			Reasoning: opts.Reasoning,
+		})
+	}
+}
+
+// offered is what the agent is offered: the built-in tools of the enabled
+// sets, adapted, then the session tools (which belong to no set).
 func (s *Session) offered() []agent.Tool {
+	return append(s.builtinTools(), s.sessionTools...)
+}
+
+// builtinTools adapts the offered built-in tools for the agent.
+func (s *Session) builtinTools() []agent.Tool {
 	offered := tools.Offered(s.builtins, s.sets)
 	out := make([]agent.Tool, len(offered))
 	for i, t := range offered {
@@ -118,16 +188,25 @@ func (s *Session) offered() []agent.Tool {
 	return out
 }
 
+// Todos is the session's task list (for a task panel and for saving).
+func (s *Session) Todos() *sessiontools.TodoList { return s.todos }
+
+// Memory is the project's memory, nil when memory is off.
+func (s *Session) Memory() *sessiontools.Memory { return s.memory }
+
+// Skills are the loaded skills, sorted by name.
+func (s *Session) Skills() []sessiontools.Skill { return s.skills }
+
 // OfferedTools lists the built-in tools offered now.
 func (s *Session) OfferedTools() []tools.Tool { return tools.Offered(s.builtins, s.sets) }
 
 // OfferedNames lists every tool the model is offered on the next step: the
-// built-in tools of the enabled sets, then the plugins' tools (first name
-// wins, as the agent offers them).
+// built-in tools of the enabled sets, the session tools, then the plugins'
+// tools (first name wins, as the agent offers them).
 func (s *Session) OfferedNames() []string {
 	seen := map[string]bool{}
 	var names []string
-	for _, t := range s.OfferedTools() {
+	for _, t := range s.offered() {
 		if !seen[t.Name()] {
 			seen[t.Name()] = true
 			names = append(names, t.Name())

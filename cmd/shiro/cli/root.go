@@ -202,6 +202,9 @@ container with the workspace mounted at the same path.
 	fl.BoolVarP(&opts.Continue, "continue", "c", false, "continue the newest session of this directory")
 	fl.StringVarP(&opts.Resume, "resume", "r", "", "resume a session by id or unique prefix")
 	fl.BoolVar(&opts.NoInstructions, "no-instructions", false, "do not load AGENTS.md, CLAUDE.md or .shiro.md")
+	fl.BoolVar(&opts.NoMemory, "no-memory", false, "no project memory: no remember, recall or forget, no notes in the prompt")
+	fl.BoolVar(&opts.NoSkills, "no-skills", false, "load no skills (no skill tool)")
+	fl.BoolVar(&opts.NoSubagent, "no-subagent", false, "do not offer the task subagent")
 	cmd.AddCommand(
 		NewCmdTool(f, sf, nil),
 		NewCmdTools(f),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/moby/term"
@@ -24,8 +25,13 @@ type RunOptions struct {
 	Continue       bool
 	Resume         string
 	NoInstructions bool
-	Sandbox        *SandboxFlags
-	Model          *ModelFlags
+	// NoMemory, NoSkills and NoSubagent leave out memory, skills and the
+	// task subagent.
+	NoMemory   bool
+	NoSkills   bool
+	NoSubagent bool
+	Sandbox    *SandboxFlags
+	Model      *ModelFlags
 }
 
 func runRoot(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
@@ -98,12 +104,19 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 		PruneThreshold: cfg.CompactThreshold,
 		Reasoning:      llm.Reasoning(cfg.Thinking),
 		History:        rec.Messages,
+		Todos:          rec.Todos,
+		DataDir:        paths.DataDir,
+		UserSkillsDir:  filepath.Join(paths.ConfigDir, "skills"),
+		NoMemory:       opts.NoMemory,
+		NoSkills:       opts.NoSkills,
+		NoSubagent:     opts.NoSubagent,
 		OnChange: func(msgs []llm.Message) {
 			r := rec
 			r.Messages = msgs
 			if sess != nil {
 				u := sess.Agent().Usage()
 				r.InputTokens, r.OutputTokens = rec.InputTokens+u.InputTokens, rec.OutputTokens+u.OutputTokens
+				r.Todos = sess.Todos().JSON()
 			}
 			saver.Update(r)
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/moby/term"
 
@@ -90,6 +91,12 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 		PruneThreshold: cfg.CompactThreshold,
 		Reasoning:      llm.Reasoning(cfg.Thinking),
 		History:        rec.Messages,
+		Todos:          rec.Todos,
+		DataDir:        paths.DataDir,
+		UserSkillsDir:  filepath.Join(paths.ConfigDir, "skills"),
+		NoMemory:       opts.NoMemory,
+		NoSkills:       opts.NoSkills,
+		NoSubagent:     opts.NoSubagent,
 		OnChange:       app.OnChange,
 	})
 	if err != nil {

@@ -1,0 +1,179 @@
+package sessiontools
+
+import (
+	"cmp"
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/shiroagent/shiro/agent"
+)
+
+// MaxSkillBody is where a skill's body is cut, in characters.
+const MaxSkillBody = 20_000
+
+// Skill origins, in precedence order (a later one overrides an earlier
+// skill of the same name).
+const (
+	OriginBuiltin = "builtin"
+	OriginUser    = "user"
+	OriginProject = "project"
+)
+
+// Skill is a named set of instructions loaded on demand.
+type Skill struct {
+	Name        string
+	Description string
+	Body        string
+	Origin      string
+}
+
+//go:embed skills/*.md
+var builtinSkills embed.FS
+
+// SkillSource is a directory of skill files and the origin it gives them.
+type SkillSource struct {
+	FS     fs.FS
+	Origin string
+}
+
+// DefaultSkillSources are the built-in skills, then userDir, then
+// projectDir ("" skips a directory).
+func DefaultSkillSources(userDir, projectDir string) []SkillSource {
+	sub, _ := fs.Sub(builtinSkills, "skills") // a constant path: cannot fail
+	srcs := []SkillSource{{FS: sub, Origin: OriginBuiltin}}
+	if userDir != "" {
+		srcs = append(srcs, SkillSource{FS: os.DirFS(userDir), Origin: OriginUser})
+	}
+	if projectDir != "" {
+		srcs = append(srcs, SkillSource{FS: os.DirFS(projectDir), Origin: OriginProject})
+	}
+	return srcs
+}
+
+// LoadSkills reads the *.md files of each source in turn, in sorted order;
+// a later skill replaces an earlier one of the same name. Files without
+// valid front matter and unreadable directories are skipped. The result is
+// sorted by name.
+func LoadSkills(sources []SkillSource) []Skill {
+	byName := map[string]Skill{}
+	for _, src := range sources {
+		matches, err := fs.Glob(src.FS, "*.md")
+		if err != nil {
+			continue
+		}
+		slices.Sort(matches)
+		for _, name := range matches {
+			b, err := fs.ReadFile(src.FS, name)
+			if err != nil {
+				continue
+			}
+			if s, ok := ParseSkill(string(b)); ok {
+				s.Origin = src.Origin
+				byName[s.Name] = s
+			}
+		}
+	}
+	out := make([]Skill, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Skill) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ParseSkill reads a skill file: front matter between "---" lines with
+// name and description (keys case-insensitive, quotes stripped), then the
+// body (trimmed, cut at MaxSkillBody characters). The name is lower-cased.
+func ParseSkill(text string) (Skill, bool) {
+	text = strings.TrimPrefix(strings.ReplaceAll(text, "\r\n", "\n"), "\ufeff")
+	rest, ok := strings.CutPrefix(strings.TrimLeft(text, " \t\n"), "---\n")
+	if !ok {
+		return Skill{}, false
+	}
+	var front, body string
+	if f, b, ok := strings.Cut(rest, "\n---\n"); ok {
+		front, body = f, b
+	} else if f, ok := strings.CutSuffix(strings.TrimRight(rest, " \t\n"), "\n---"); ok {
+		front = f
+	} else {
+		return Skill{}, false
+	}
+	var s Skill
+	for line := range strings.SplitSeq(front, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+			v = v[1 : len(v)-1]
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "name":
+			s.Name = strings.ToLower(strings.TrimSpace(v))
+		case "description":
+			s.Description = strings.TrimSpace(v)
+		}
+	}
+	if s.Name == "" || s.Description == "" {
+		return Skill{}, false
+	}
+	s.Body = strings.TrimSpace(body)
+	if utf8.RuneCountInString(s.Body) > MaxSkillBody {
+		s.Body = string([]rune(s.Body)[:MaxSkillBody])
+	}
+	return s, true
+}
+
+// SkillsCatalogue is the skills section of the system prompt: names and
+// descriptions, never bodies ("" without skills).
+func SkillsCatalogue(skills []Skill) string {
+	if len(skills) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("Skills: instructions for kinds of task. When the task matches one, load it with the skill tool before you start and follow it:\n")
+	for _, s := range skills {
+		fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Description)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+//go:embed skill.md
+var skillDescription string
+
+// SkillTool is the skill tool over a loaded set of skills.
+type SkillTool struct{ Skills []Skill }
+
+var skillSchema = objectSchema([]string{"name"}, prop{name: "name", typ: "string", desc: "The skill's name, as the catalogue lists it."})
+
+func (SkillTool) Name() string            { return "skill" }
+func (SkillTool) Description() string     { return skillDescription }
+func (SkillTool) Schema() json.RawMessage { return skillSchema }
+func (SkillTool) Gated() bool             { return false }
+
+// Run returns the body of the named skill.
+func (t SkillTool) Run(_ context.Context, input json.RawMessage, _ func(string)) (agent.Result, error) {
+	var p struct{ Name string }
+	if err := decode(input, &p); err != nil {
+		return agent.Result{Output: err.Error(), IsError: true}, nil
+	}
+	name := strings.ToLower(strings.TrimSpace(p.Name))
+	for _, s := range t.Skills {
+		if s.Name == name {
+			return agent.Result{Output: fmt.Sprintf("Skill %q (%s). Follow these instructions for this task.\n\n%s", s.Name, s.Origin, s.Body)}, nil
+		}
+	}
+	names := make([]string, len(t.Skills))
+	for i, s := range t.Skills {
+		names[i] = s.Name
+	}
+	return agent.Result{Output: fmt.Sprintf("No skill named %q. Available: %s", name, strings.Join(names, ", ")), IsError: true}, nil
+}

@@ -1,0 +1,161 @@
+package sessiontools
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/agent/llm"
+)
+
+// SubagentMaxSteps is the step cap of a task subagent.
+const SubagentMaxSteps = 20
+
+// SubagentTools names the only tools a subagent may be offered, when the
+// session offers them: all of them read.
+var SubagentTools = []string{"read_file", "glob", "grep", "list_dir", "read_many_files"}
+
+// NoFindings is the report of a subagent that said nothing.
+const NoFindings = "Subagent returned no findings."
+
+// Subagent kinds.
+const (
+	KindExplore = "explore"
+	KindReview  = "review"
+)
+
+var kindPrompts = map[string]string{
+	KindExplore: "You are an exploration subagent of shiro, a coding agent. You have a fresh context and read-only tools. " +
+		"Do the search the prompt asks for, then report: paths with line numbers, only what you actually read (never guess), " +
+		"no preamble, aim for fewer than 30 lines.",
+	KindReview: "You are a review subagent of shiro, a coding agent. You have a fresh context and read-only tools. " +
+		"Review what the prompt names and report findings in order of severity: file and line, what breaks and when, and the fix. " +
+		"If the code is correct, say so. No preamble.",
+}
+
+//go:embed task.md
+var taskDescription string
+
+// Task is the task tool: it runs a subagent on the session's model with
+// only the read tools, no approver (nothing it holds is gated) and no
+// plugins, and returns the subagent's text as the report.
+type Task struct {
+	// Model is the model of the next step (the session's current one).
+	Model func() llm.Model
+	// Tools returns the tools the session offers now; the subagent gets
+	// those named in SubagentTools.
+	Tools func() []agent.Tool
+	// Reasoning is passed to the subagent's model.
+	Reasoning llm.Reasoning
+}
+
+var taskSchema = objectSchema([]string{"description", "prompt"},
+	prop{name: "description", typ: "string", desc: "A short label for the job, 3 to 6 words."},
+	prop{name: "prompt", typ: "string", desc: "The complete, self-contained instructions for the subagent."},
+	prop{name: "kind", typ: "string", desc: "explore (default) or review.", enum: []string{KindExplore, KindReview}},
+)
+
+func (Task) Name() string            { return "task" }
+func (Task) Description() string     { return taskDescription }
+func (Task) Schema() json.RawMessage { return taskSchema }
+func (Task) Gated() bool             { return false }
+
+// readTools filters the session's tools down to the subagent's.
+func (t Task) readTools() []agent.Tool {
+	var out []agent.Tool
+	for _, tool := range t.Tools() {
+		if slices.Contains(SubagentTools, tool.Name()) {
+			out = append(out, tool)
+		}
+	}
+	return out
+}
+
+// Run runs the subagent to its end and returns its report.
+func (t Task) Run(ctx context.Context, input json.RawMessage, output func(string)) (agent.Result, error) {
+	var p struct {
+		Description string `json:"description"`
+		Prompt      string `json:"prompt"`
+		Kind        string `json:"kind"`
+	}
+	if err := decode(input, &p); err != nil {
+		return agent.Result{Output: err.Error(), IsError: true}, nil
+	}
+	if p.Kind == "" {
+		p.Kind = KindExplore
+	}
+	system, ok := kindPrompts[p.Kind]
+	if !ok {
+		return agent.Result{Output: fmt.Sprintf("kind %q is not explore or review", p.Kind), IsError: true}, nil
+	}
+	if strings.TrimSpace(p.Prompt) == "" {
+		return agent.Result{Output: "prompt is empty", IsError: true}, nil
+	}
+	tools := t.readTools()
+	sub, err := agent.New(agent.Config{
+		Model:     t.Model(),
+		Tools:     func() []agent.Tool { return tools },
+		System:    func([]agent.Tool) string { return system },
+		MaxSteps:  SubagentMaxSteps,
+		Reasoning: t.Reasoning,
+	})
+	if err != nil {
+		return agent.Result{}, fmt.Errorf("start the subagent: %w", err)
+	}
+	var (
+		report  strings.Builder
+		failure string
+		capped  bool
+	)
+	err = sub.Send(ctx, p.Prompt, func(ev agent.Event) {
+		switch ev.Type {
+		case agent.EventText:
+			report.WriteString(ev.Text)
+		case agent.EventToolCall:
+			if output != nil {
+				output(fmt.Sprintf("[%s] %s %s\n", p.Kind, ev.Name, summarize(ev.Input)))
+			}
+		case agent.EventNotice:
+			capped = strings.Contains(ev.Text, "step limit")
+		case agent.EventError:
+			failure = ev.Error
+		}
+	})
+	if failure != "" || err != nil {
+		return agent.Result{Output: "The subagent failed: " + cmp.Or(failure, fmt.Sprint(err)), IsError: true}, nil
+	}
+	if ctx.Err() != nil {
+		return agent.Result{}, context.Cause(ctx)
+	}
+	out := strings.TrimSpace(report.String())
+	if out == "" {
+		out = NoFindings
+	}
+	if capped {
+		out += fmt.Sprintf("\n\n(The subagent stopped at its limit of %d steps.)", SubagentMaxSteps)
+	}
+	return agent.Result{Output: out}, nil
+}
+
+// summarize names a subagent step by its input's pattern, path or include,
+// else the first 80 characters of its JSON.
+func summarize(input json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(input, &m) == nil {
+		for _, k := range []string{"pattern", "path", "include"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				return s
+			}
+		}
+	}
+	s := string(input)
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return s
+}
