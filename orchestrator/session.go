@@ -191,6 +191,14 @@ func (s *Session) builtinTools() []agent.Tool {
 // Todos is the session's task list (for a task panel and for saving).
 func (s *Session) Todos() *sessiontools.TodoList { return s.todos }
 
+// TodosJSON is the task list as saved in session records (nil without one).
+func (s *Session) TodosJSON() json.RawMessage {
+	if s.todos == nil {
+		return nil
+	}
+	return s.todos.JSON()
+}
+
 // Memory is the project's memory, nil when memory is off.
 func (s *Session) Memory() *sessiontools.Memory { return s.memory }
 

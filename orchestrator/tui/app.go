@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -211,6 +212,12 @@ func (a *App) Run(ctx context.Context, sess Session) (Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a.rec.bind(sess.Agent())
+	// A session with a task list saves it with the history.
+	if t, ok := sess.(interface{ TodosJSON() json.RawMessage }); ok {
+		a.rec.mu.Lock()
+		a.rec.todos = t.TodosJSON
+		a.rec.mu.Unlock()
+	}
 
 	// Ask once, before the program reads the terminal, so that nothing
 	// queries the terminal while Bubble Tea owns it.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/shiroagent/shiro/agent"
@@ -16,8 +17,9 @@ type recorder struct {
 
 	mu     sync.Mutex
 	agent  *agent.Agent
-	rec    store.Record // the current record, without messages
-	offset llm.Usage    // the agent's usage when this record became current
+	todos  func() json.RawMessage // the session's task list, saved with the history
+	rec    store.Record           // the current record, without messages
+	offset llm.Usage              // the agent's usage when this record became current
 	count  int
 	title  string
 }
@@ -53,6 +55,9 @@ func (r *recorder) change(msgs []llm.Message) {
 	}
 	rec.Messages = msgs
 	rec.Title = store.Title(msgs)
+	if r.todos != nil {
+		rec.Todos = r.todos()
+	}
 	r.count, r.title = len(msgs), rec.Title
 	r.mu.Unlock()
 	r.saver.Update(rec)
