@@ -206,30 +206,100 @@ const rgArgBytes = 256 << 10
 // error): the caller then searches with Go.
 //
 // rg searches the workspace while the walker lists, on the host, the files
-// the search may report. rg's own rules (.gitignore, nested, outside a git
-// repository too) pick a superset of the walker's files, except below a
-// .shiroignore with a "!" rule (which may re-include what .gitignore
-// ignores) or a .rgignore (which rg always reads): hits outside the
-// walker's files are dropped, and the walker's files below those
-// directories are given to rg by name instead.
+// the search may report. Of the walker's two ignore files rg reads only
+// .gitignore (and, as the walker, .git/info/exclude): where .shiroignore
+// rules exclude more, rg reports more than the walker yields, and hits
+// outside the walker's files are dropped. The walker's files that rg's
+// traversal would not reach (a "!" rule of a .shiroignore re-includes
+// what .gitignore ignores, or something rg reads and the walker does not
+// is in force: a .rgignore, a symlinked .gitignore, a nested repository's
+// .git/info/exclude) are given to rg by name, in a second run that starts
+// when the walk ends, while the first still runs.
 func (g *grepTool) searchRg(ctx context.Context, env *Env, p *grepParams, inc includeFilter) (res Result, done bool, err error) {
-	walkCtx, cancelWalk := context.WithCancel(ctx)
-	treeCtx, cancelTree := context.WithCancel(walkCtx)
+	ctx, cancel := context.WithCancel(ctx)
+	view := newRgView(env, p.IncludeIgnored)
+	// When rg cannot be trusted with the root itself, every file goes by name.
+	allByName := view.dir("").missed
 	scope := &grepScope{done: make(chan struct{})}
-	go scope.walk(walkCtx, env, p.IncludeIgnored, inc, cancelTree)
+	go scope.walk(ctx, env, inc, view)
+	named := make(chan *rgNamed, 1)
+	go func() { named <- scope.searchNamed(ctx, env, p, allByName) }()
+	var n *rgNamed
 	defer func() {
-		cancelTree()
-		cancelWalk()
+		cancel()
 		<-scope.done
+		if n == nil {
+			<-named
+		}
 	}()
 
 	hits := newHitSet(GrepHitLimit)
 	var notices []*rgBlock
+	if !allByName {
+		ok, res, done, err := g.searchTree(ctx, env, p, inc, scope, hits, &notices)
+		if !ok {
+			return res, done, err
+		}
+	}
+	select {
+	case <-scope.done:
+	case <-ctx.Done():
+		return Result{}, false, ctx.Err()
+	}
+	if scope.err != nil {
+		if ctx.Err() != nil {
+			return Result{}, false, ctx.Err()
+		}
+		return Result{}, false, scope.err
+	}
+	// rgFiles's outcome, but for a missing rg, remembered.
+	filesFailed := func(r Result, ok bool, err error) (Result, bool, error) {
+		if errors.Is(err, errRgMissing) {
+			g.rgMissing.set(env)
+			return Result{}, false, nil
+		}
+		return r, ok, err
+	}
+	n = <-named
+	if n.err != nil || !n.ok || n.res.IsError {
+		return filesFailed(n.res, n.ok, n.err)
+	}
+	hits.merge(n.hits)
+	notices = append(notices, n.notices...)
+
+	// Binary files that matched: the shared rule decides. Those it calls
+	// text (their first NUL is past the sniffed bytes) are searched again
+	// as text, whole.
+	var text []string
+	for _, b := range notices {
+		if b.nulAt >= 0 && b.nulAt < BinarySniff {
+			continue // rg's offset is that of the first NUL
+		}
+		if head, err := readHead(env.Root, b.path); err == nil && !IsBinary(head) {
+			text = append(text, b.path)
+		}
+	}
+	if len(text) > 0 {
+		slices.Sort(text)
+		r, ok, err := rgFiles(ctx, env, p, text, true, hits, nil)
+		if err != nil || !ok || r.IsError {
+			return filesFailed(r, ok, err)
+		}
+	}
+	return Text(hits.render()), true, nil
+}
+
+// searchTree runs rg over the workspace and adds to hits (and notices)
+// what it finds in the files scope.fromTree accepts. ok is false when the
+// search cannot go on: searchRg then returns res, done and err.
+func (g *grepTool) searchTree(ctx context.Context, env *Env, p *grepParams, inc includeFilter, scope *grepScope, hits *hitSet, notices *[]*rgBlock) (ok bool, res Result, done bool, err error) {
+	treeCtx, cancelTree := context.WithCancel(ctx)
+	defer cancelTree()
 	accept := func(b *rgBlock) {
 		switch {
 		case !scope.fromTree(b.path):
 		case b.binary:
-			notices = append(notices, b)
+			*notices = append(*notices, b)
 		default:
 			hits.addBlock(b)
 		}
@@ -259,7 +329,8 @@ func (g *grepTool) searchRg(ctx context.Context, env *Env, p *grepParams, inc in
 				return false
 			}
 		}
-		if scope.err != nil || scope.allByName {
+		if scope.err != nil {
+			cancelTree() // the search fails with the walk's error
 			return false
 		}
 		flushPending()
@@ -273,91 +344,45 @@ func (g *grepTool) searchRg(ctx context.Context, env *Env, p *grepParams, inc in
 		Stdout: parser, Stderr: &stderr,
 	})
 	parser.close()
-	treeCancelled := treeCtx.Err() != nil
 	switch {
 	case ctx.Err() != nil:
-		return Result{}, false, ctx.Err()
+		return false, Result{}, false, ctx.Err()
 	case rgNotFound(run, runErr):
 		g.rgMissing.set(env)
-		return Result{}, false, nil
-	case runErr != nil && !treeCancelled:
-		return Result{}, false, fmt.Errorf("run rg: %w", runErr)
-	case treeCancelled:
-		// The walk found that rg must be given every file by name.
+		return false, Result{}, false, nil
+	case runErr != nil && treeCtx.Err() != nil:
+		// Stopped for the walk's error, which searchRg reports.
+	case runErr != nil:
+		return false, Result{}, false, fmt.Errorf("run rg: %w", runErr)
 	case run.TimedOut:
-		return grepTimedOut(), true, nil
+		return false, grepTimedOut(), true, nil
 	case run.ExitCode > 1:
 		if msg := stderr.String(); isRegexError(msg) {
-			return Errorf("Invalid regex: %s", strings.TrimSpace(msg)), true, nil
+			return false, Errorf("Invalid regex: %s", strings.TrimSpace(msg)), true, nil
 		}
 		if !rgSearched(stderr.String()) {
-			return Result{}, false, nil // rg could not search: fall back
+			return false, Result{}, false, nil // rg could not search: fall back
 		}
 		// rg searched but some files could not be read: those are
 		// skipped, as the Go search skips them.
 	}
-
 	select {
 	case <-scope.done:
 	case <-ctx.Done():
-		return Result{}, false, ctx.Err()
+		return false, Result{}, false, ctx.Err()
 	}
-	if scope.err != nil {
-		if ctx.Err() != nil {
-			return Result{}, false, ctx.Err()
-		}
-		return Result{}, false, scope.err
-	}
-	var byName []string
-	if !scope.allByName {
+	if scope.err == nil {
 		flushPending()
 	}
-	if scope.allByName {
-		hits = newHitSet(GrepHitLimit)
-		notices = nil
-		byName = scope.files
-		if len(byName) == 0 {
-			byName = []string{os.DevNull} // still let rg judge the pattern
-		}
-	} else if len(scope.below) > 0 {
-		for _, f := range scope.files {
-			if !scope.fromTree(f) {
-				byName = append(byName, f)
-			}
-		}
-	}
-	if len(byName) > 0 {
-		r, ok, err := rgFiles(ctx, env, p, byName, false, hits, &notices)
-		if err != nil || !ok || r.IsError {
-			return r, ok, err
-		}
-	}
-
-	// Binary files that matched: the shared rule decides. Those it calls
-	// text (their first NUL is past the sniffed bytes) are searched again
-	// as text, whole.
-	var text []string
-	for _, b := range notices {
-		if b.nulAt >= 0 && b.nulAt < BinarySniff {
-			continue // rg's offset is that of the first NUL
-		}
-		if head, err := readHead(env.Root, b.path); err == nil && !IsBinary(head) {
-			text = append(text, b.path)
-		}
-	}
-	if len(text) > 0 {
-		slices.Sort(text)
-		r, ok, err := rgFiles(ctx, env, p, text, true, hits, nil)
-		if err != nil || !ok || r.IsError {
-			return r, ok, err
-		}
-	}
-	return Text(hits.render()), true, nil
+	return true, Result{}, false, nil
 }
 
 func grepTimedOut() Result {
 	return Errorf("grep timed out after %s; narrow the search with include or a more specific pattern.", GrepTimeout)
 }
+
+// errRgMissing is rgFiles's error when the sandbox has no rg.
+var errRgMissing = errors.New("rg is missing from the sandbox")
 
 // rgFiles searches files by name, in batches that fit an argv, adding the
 // hits to hits and the names of matching binary files to notices.
@@ -390,7 +415,7 @@ func rgFiles(ctx context.Context, env *Env, p *grepParams, files []string, text 
 		case ctx.Err() != nil:
 			return Result{}, false, ctx.Err()
 		case rgNotFound(run, err):
-			return Result{}, false, nil
+			return Result{}, false, errRgMissing
 		case err != nil:
 			return Result{}, false, fmt.Errorf("run rg: %w", err)
 		case run.TimedOut:
@@ -440,34 +465,41 @@ func isRegexError(stderr string) bool {
 }
 
 // grepScope is what the walker says about a search: the files it may
-// report, and which of them rg must be given by name.
+// report, and those of them rg's traversal may miss, to be given by name.
 type grepScope struct {
-	files []string // sorted
-	// below holds the directories under which rg's traversal may miss a
-	// file ("" for all of them: allByName).
-	below     map[string]bool
-	allByName bool
-	err       error
-	done      chan struct{}
+	files  []string            // in the walk's order
+	inDir  map[string][]string // the names of files, by directory, sorted
+	byName []string            // sorted
+	err    error
+	done   chan struct{}
 }
 
-// walk fills the scope and closes done. When rg must be given every file
-// by name it calls stopTree, so the tree search ends early.
-func (s *grepScope) walk(ctx context.Context, env *Env, includeIgnored bool, inc includeFilter, stopTree func()) {
+// walk fills the scope and closes done. view is nil when no ignore rule
+// applies (includeIgnored): rg then misses nothing.
+func (s *grepScope) walk(ctx context.Context, env *Env, inc includeFilter, view *rgView) {
 	defer close(s.done)
-	var files []string
-	dirs := map[string]bool{"": true}
-	last := ""
-	err := Walk(ctx, env.Root, WalkOptions{IncludeIgnored: includeIgnored}, func(p string, mode fs.FileMode) error {
-		// Files come directory by directory: note each directory once.
-		if d := parentDir(p); d != last {
-			last = d
-			for ; !dirs[d]; d = parentDir(d) {
-				dirs[d] = true
-			}
+	defer view.close()
+	var files, byName, names []string
+	inDir := map[string][]string{}
+	first, last := true, ""
+	var dir *rgDir
+	err := Walk(ctx, env.Root, WalkOptions{IncludeIgnored: view == nil}, func(p string, mode fs.FileMode) error {
+		if mode&fs.ModeSymlink != 0 || !inc.match(p) {
+			return nil
 		}
-		if mode&fs.ModeSymlink == 0 && inc.match(p) {
-			files = append(files, p)
+		files = append(files, p)
+		// Files come directory by directory, each directory's in order.
+		d, name := parentDir(p), path.Base(p)
+		if first || d != last {
+			if !first {
+				inDir[last] = names
+			}
+			first, last, names = false, d, inDir[d]
+			dir = view.dir(d)
+		}
+		names = append(names, name)
+		if dir.missed || ignored(dir.rules, p, name, false) {
+			byName = append(byName, p)
 		}
 		return nil
 	})
@@ -475,40 +507,58 @@ func (s *grepScope) walk(ctx context.Context, env *Env, includeIgnored bool, inc
 		s.err = fmt.Errorf("list files to search: %w", err)
 		return
 	}
-	slices.Sort(files)
-	s.files = files
-	if !includeIgnored {
-		s.below = byNameDirs(env, dirs)
-		if s.below[""] {
-			s.allByName = true
-			stopTree()
+	if !first {
+		inDir[last] = names
+	}
+	for _, names := range inDir {
+		if !slices.IsSorted(names) {
+			slices.Sort(names)
 		}
 	}
+	slices.Sort(byName)
+	s.files, s.inDir, s.byName = files, inDir, byName
 }
 
-// has reports whether the walker yields file p.
-func (s *grepScope) has(p string) bool {
-	_, ok := slices.BinarySearch(s.files, p)
-	return ok
+// searchNamed searches, once the walk is done, the files rg must be given
+// by name (all of them when all is set).
+func (s *grepScope) searchNamed(ctx context.Context, env *Env, p *grepParams, all bool) *rgNamed {
+	n := &rgNamed{hits: newHitSet(GrepHitLimit), ok: true}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		n.ok, n.err = false, ctx.Err()
+		return n
+	}
+	files := s.byName
+	if all {
+		files = s.files
+		if len(files) == 0 {
+			files = []string{os.DevNull} // still let rg judge the pattern
+		}
+	}
+	if s.err == nil && len(files) > 0 {
+		n.res, n.ok, n.err = rgFiles(ctx, env, p, files, false, n.hits, &n.notices)
+	}
+	return n
+}
+
+// rgNamed is the outcome of searchNamed: rgFiles's, and what it found.
+type rgNamed struct {
+	hits    *hitSet
+	notices []*rgBlock
+	res     Result
+	ok      bool
+	err     error
 }
 
 // fromTree reports whether rg's traversal reports p exactly: the walker
-// yields it and no directory above it needs searching by name.
+// yields it and it is not given by name.
 func (s *grepScope) fromTree(p string) bool {
-	if !s.has(p) {
+	if _, ok := slices.BinarySearch(s.inDir[parentDir(p)], path.Base(p)); !ok {
 		return false
 	}
-	if len(s.below) == 0 {
-		return true
-	}
-	for d := parentDir(p); ; d = parentDir(d) {
-		if s.below[d] {
-			return false
-		}
-		if d == "" {
-			return true
-		}
-	}
+	_, named := slices.BinarySearch(s.byName, p)
+	return !named
 }
 
 func parentDir(p string) string {
@@ -518,56 +568,120 @@ func parentDir(p string) string {
 	return ""
 }
 
-// byNameDirs returns the directories (of dirs: those above a yielded file,
-// elsewhere there is nothing to miss) under which rg's traversal could
-// miss a file the walker yields: those holding a .rgignore (rg reads it;
-// the walker does not), a .shiroignore with a "!" rule, or a nested
-// repository's .git/info/exclude with rules (rg reads those; the walker
-// reads only the workspace's).
-func byNameDirs(env *Env, dirs map[string]bool) map[string]bool {
-	below := map[string]bool{}
-	for d := range dirs {
-		// Existence only, outside the root for speed (os.Root resolves
-		// each component); the content is read through the root.
-		base := filepath.Join(env.Workspace, filepath.FromSlash(d))
-		if _, err := os.Lstat(filepath.Join(base, ".rgignore")); err == nil {
-			below[d] = true
-			continue
+// rgView is the workspace as rg's traversal (rgTreeArgs) sees it, directory
+// by directory, as far as the walker can tell.
+type rgView struct {
+	ws   string
+	root *os.Root
+	dr   *dirReader // reads ignore files; nil where it could not start
+	dirs map[string]*rgDir
+}
+
+// rgDir is a directory in rg's view: the rules rg applies there (those of
+// .git/info/exclude and the .gitignore files of the directory and its
+// ancestors), or missed when rg may not report every file below it that
+// the walker yields.
+type rgDir struct {
+	rules  []ignoreRule
+	missed bool
+}
+
+// newRgView returns the view of env's workspace, or nil when ignore files
+// play no part.
+func newRgView(env *Env, includeIgnored bool) *rgView {
+	if includeIgnored {
+		return nil
+	}
+	dr, _ := newDirReader(env.Root, "", true)
+	return &rgView{ws: env.Workspace, root: env.Root, dr: dr, dirs: map[string]*rgDir{}}
+}
+
+func (v *rgView) close() {
+	if v != nil && v.dr != nil {
+		v.dr.close()
+	}
+}
+
+// readFile reads the regular file name in directory d, never following a
+// symlink.
+func (v *rgView) readFile(d, name string) ([]byte, error) {
+	if v.dr == nil {
+		return v.root.ReadFile(path.Join(displayRel(d), name))
+	}
+	f, err := v.dr.open(d)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return v.dr.readFileIn(f, d, name)
+}
+
+// dir returns the directory d (workspace-relative, "" for the root).
+func (v *rgView) dir(d string) *rgDir {
+	if v == nil {
+		return &rgDir{}
+	}
+	if s, ok := v.dirs[d]; ok {
+		return s
+	}
+	var s *rgDir
+	if d == "" {
+		rules, _ := ancestorRules(v.root, "")
+		s = v.load(d, rules)
+	} else {
+		switch parent := v.dir(parentDir(d)); {
+		case parent.missed:
+			s = parent
+		case ignored(parent.rules, d, path.Base(d), true):
+			s = &rgDir{missed: true} // rg does not enter it
+		default:
+			s = v.load(d, parent.rules)
 		}
-		if fi, err := os.Lstat(filepath.Join(base, ".shiroignore")); err == nil && fi.Mode().IsRegular() {
-			data, err := env.Root.ReadFile(path.Join(displayRel(d), ".shiroignore"))
-			if err == nil && hasNegation(data) {
-				below[d] = true
-				continue
-			}
-		}
-		if d != "" {
-			if _, err := os.Lstat(filepath.Join(base, ".git", "info", "exclude")); err == nil {
-				data, err := env.Root.ReadFile(path.Join(d, ".git", "info", "exclude"))
-				if err == nil && hasRules(data) {
-					below[d] = true
-				}
+	}
+	v.dirs[d] = s
+	return s
+}
+
+// load reads what rg reads in directory d, below the rules inherited: a
+// .rgignore (the walker reads none: missed), a nested repository's
+// .git/info/exclude with rules (idem) and .gitignore (its rules are added;
+// missed when it is not a regular file, which the walker does not follow
+// and rg does).
+func (v *rgView) load(d string, inherited []ignoreRule) *rgDir {
+	// Existence only, outside the root for speed (os.Root resolves each
+	// component); the content is read below the root, as the walker reads it.
+	base := filepath.Join(v.ws, filepath.FromSlash(d))
+	if _, err := os.Lstat(filepath.Join(base, ".rgignore")); err == nil {
+		return &rgDir{missed: true}
+	}
+	if d != "" {
+		if _, err := os.Lstat(filepath.Join(base, ".git", "info", "exclude")); err == nil {
+			// One the walker cannot read (through a symlinked .git) rg
+			// may read all the same.
+			data, err := v.readFile(path.Join(d, ".git", "info"), "exclude")
+			if err != nil || hasRules(data) {
+				return &rgDir{missed: true}
 			}
 		}
 	}
-	return below
+	fi, err := os.Lstat(filepath.Join(base, ".gitignore"))
+	switch {
+	case err != nil:
+		return &rgDir{rules: inherited}
+	case !fi.Mode().IsRegular():
+		return &rgDir{missed: true}
+	}
+	data, err := v.readFile(d, ".gitignore")
+	if err != nil {
+		return &rgDir{rules: inherited}
+	}
+	return &rgDir{rules: parseIgnore(data, d, inherited[:len(inherited):len(inherited)])}
 }
 
 // hasRules reports whether an ignore file holds any rule.
 func hasRules(data []byte) bool {
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		if line = bytes.TrimSpace(line); len(line) > 0 && line[0] != '#' {
-			return true
-		}
-	}
-	return false
-}
-
-// hasNegation reports whether an ignore file holds a "!" rule.
-func hasNegation(data []byte) bool {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if len(line) > 1 && line[0] == '!' {
 			return true
 		}
 	}
@@ -881,6 +995,14 @@ func (s *hitSet) addBlock(b *rgBlock) {
 	s.total += b.count
 	for _, h := range b.hits {
 		s.add(hit{path: b.path, line: h.line, text: h.text})
+	}
+}
+
+// merge adds the hits of o, a set of other files.
+func (s *hitSet) merge(o *hitSet) {
+	s.total += o.total
+	for _, h := range o.heap {
+		s.add(h)
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 // BenchmarkGrep compares the grep tool with rg run directly (the spec's
 // argv, and the tool's) through the same local sandbox, on a generated tree of
 // SHIRO_BENCH_FILES files (default 20000): with its random .shiroignore
-// files (some with "!" rules: rg is given the files by name) and with
-// none (rg walks the tree itself).
+// files (some with "!" rules: rg is given by name the files they
+// re-include) and with none (rg's traversal finds every file).
 func BenchmarkGrep(b *testing.B) {
 	requireRg(b)
 	for _, shiroignore := range []bool{false, true} {

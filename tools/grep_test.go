@@ -715,3 +715,34 @@ func generateGrepTree(dir string, files int, seed int64) error {
 		return err
 	})
 }
+
+// TestGrepByName checks which files rg is given by name: only those its
+// traversal would miss, and the hits are those of the Go search.
+func TestGrepByName(t *testing.T) {
+	t.Parallel()
+	requireRg(t)
+	files := map[string]string{
+		".gitignore": "*.log\nbuild/\n", "a.txt": "needle\n", "a.log": "needle\n",
+		"sub/.shiroignore": "!keep.log\n!build/\n*.md\n", "sub/keep.log": "needle\n", "sub/other.log": "needle\n",
+		"sub/b.txt": "needle\n", "sub/b.md": "needle\n", "sub/build/c.txt": "needle\n", "build/d.txt": "needle\n",
+		"linked/a.txt": "needle\n", "linked/b.txt": "needle\n", "rules": "a.txt\n",
+		"rg/.rgignore": "a.txt\n", "rg/a.txt": "needle\n",
+	}
+	env := newTestEnv(t, files)
+	if err := os.Symlink("../rules", filepath.Join(env.Workspace, "linked", ".gitignore")); err != nil {
+		t.Fatal(err)
+	}
+	inc, _ := newIncludeFilter("")
+	scope := &grepScope{done: make(chan struct{})}
+	scope.walk(t.Context(), env, inc, newRgView(env, false))
+	want := []string{"linked/a.txt", "linked/b.txt", "rg/.rgignore", "rg/a.txt", "sub/build/c.txt", "sub/keep.log"}
+	if scope.err != nil || !slices.Equal(scope.byName, want) {
+		t.Errorf("by name %q (%v), want %q", scope.byName, scope.err, want)
+	}
+	const hits = "a.txt:1: needle\nlinked/a.txt:1: needle\nlinked/b.txt:1: needle\nrg/a.txt:1: needle\n" +
+		"sub/b.txt:1: needle\nsub/build/c.txt:1: needle\nsub/keep.log:1: needle"
+	for _, mode := range grepModes {
+		env.Sandbox = mode.sandbox(t, env.Workspace)
+		checkResult(t, call(t, NewGrep(), env, `{"pattern":"needle"}`), hits, false)
+	}
+}

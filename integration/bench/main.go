@@ -19,10 +19,10 @@ func main() {
 		name string
 		run  func(context.Context, *report) error
 	}{
-		// {"sandbox", sandboxBench},
+		{"sandbox", sandboxBench},
 		{"tools", toolsBench},
 		{"tui", tuiBench},
-		// {"loop", loopBench},
+		{"loop", loopBench},
 	} {
 		if err := b.run(ctx, r); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", b.name, err)
