@@ -13,6 +13,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -90,37 +91,20 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 		fmt.Fprintln(f.ErrOut, "shiro: headless without --yolo: write_file, edit_file, multi_edit and bash will be denied.")
 	}
 	saver := store.NewSaver(st, 0, func(err error) { fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err) })
-	sets, _ := tools.ParseToolSets(cfg.ToolSets, cfg.ToolSetsPresent)
 	printer := newHeadlessPrinter(f.Out, f.ErrOut, opts.JSON)
 	var sess *orchestrator.Session
-	sess, err = orchestrator.NewSession(orchestrator.SessionOptions{
-		Workspace:      ws,
-		Model:          model,
-		Sandbox:        f.sandboxConfig(cfg, ws, opts.Sandbox),
-		ToolSets:       sets,
-		Yolo:           cfg.Yolo,
-		Plugins:        cfg.Plugins,
-		NoInstructions: opts.NoInstructions,
-		PruneThreshold: cfg.CompactThreshold,
-		Reasoning:      llm.Reasoning(cfg.Thinking),
-		History:        rec.Messages,
-		Todos:          rec.Todos,
-		DataDir:        paths.DataDir,
-		UserSkillsDir:  filepath.Join(paths.ConfigDir, "skills"),
-		NoMemory:       opts.NoMemory,
-		NoSkills:       opts.NoSkills,
-		NoSubagent:     opts.NoSubagent,
-		OnChange: func(msgs []llm.Message) {
-			r := rec
-			r.Messages = msgs
-			if sess != nil {
-				u := sess.Agent().Usage()
-				r.InputTokens, r.OutputTokens = rec.InputTokens+u.InputTokens, rec.OutputTokens+u.OutputTokens
-				r.Todos = sess.Todos().JSON()
-			}
-			saver.Update(r)
-		},
-	})
+	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
+	so.OnChange = func(msgs []llm.Message) {
+		r := rec
+		r.Messages = msgs
+		if sess != nil {
+			u := sess.Agent().Usage()
+			r.InputTokens, r.OutputTokens = rec.InputTokens+u.InputTokens, rec.OutputTokens+u.OutputTokens
+			r.Todos = sess.TodosJSON()
+		}
+		saver.Update(r)
+	}
+	sess, err = orchestrator.NewSession(so)
 	if err != nil {
 		saver.Close()
 		return err
@@ -154,4 +138,28 @@ func resumeRecord(st *store.Store, ws string, opts *RunOptions) (store.Record, e
 		return st.Resolve(opts.Resume)
 	}
 	return store.Record{}, nil
+}
+
+// sessionOptions are the parts of a session that headless and interactive
+// runs share, from the resolved configuration and the resumed record.
+func (f *Factory) sessionOptions(cfg config.Config, paths config.Paths, ws string, opts *RunOptions, model llm.Model, rec store.Record) orchestrator.SessionOptions {
+	sets, _ := tools.ParseToolSets(cfg.ToolSets, cfg.ToolSetsPresent)
+	return orchestrator.SessionOptions{
+		Workspace:      ws,
+		Model:          model,
+		Sandbox:        f.sandboxConfig(cfg, ws, opts.Sandbox),
+		ToolSets:       sets,
+		Yolo:           cfg.Yolo,
+		Plugins:        cfg.Plugins,
+		NoInstructions: opts.NoInstructions,
+		PruneThreshold: cfg.CompactThreshold,
+		Reasoning:      llm.Reasoning(cfg.Thinking),
+		History:        rec.Messages,
+		Todos:          rec.Todos,
+		DataDir:        paths.DataDir,
+		UserSkillsDir:  filepath.Join(paths.ConfigDir, "skills"),
+		NoMemory:       opts.NoMemory,
+		NoSkills:       opts.NoSkills,
+		NoSubagent:     opts.NoSubagent,
+	}
 }

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/moby/term"
 
-	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/orchestrator/tui"
-	"github.com/shiroagent/shiro/tools"
 )
 
 // runTUI starts the interactive UI: the session is built around the UI's
@@ -75,30 +72,10 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 		app.Close()
 		return &ExitError{Code: 1, Err: err}
 	}
-	sets, _ := tools.ParseToolSets(cfg.ToolSets, cfg.ToolSetsPresent)
-	sc := f.sandboxConfig(cfg, ws, opts.Sandbox)
-	sc.Progress = app.Progress()
-	sess, err := orchestrator.NewSession(orchestrator.SessionOptions{
-		Workspace:      ws,
-		Model:          model,
-		Sandbox:        sc,
-		ToolSets:       sets,
-		Yolo:           cfg.Yolo,
-		Plugins:        cfg.Plugins,
-		Interactive:    true,
-		Approver:       app.Approver(),
-		NoInstructions: opts.NoInstructions,
-		PruneThreshold: cfg.CompactThreshold,
-		Reasoning:      llm.Reasoning(cfg.Thinking),
-		History:        rec.Messages,
-		Todos:          rec.Todos,
-		DataDir:        paths.DataDir,
-		UserSkillsDir:  filepath.Join(paths.ConfigDir, "skills"),
-		NoMemory:       opts.NoMemory,
-		NoSkills:       opts.NoSkills,
-		NoSubagent:     opts.NoSubagent,
-		OnChange:       app.OnChange,
-	})
+	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
+	so.Sandbox.Progress = app.Progress()
+	so.Interactive, so.Approver, so.OnChange = true, app.Approver(), app.OnChange
+	sess, err := orchestrator.NewSession(so)
 	if err != nil {
 		app.Close()
 		return err
