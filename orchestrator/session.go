@@ -268,7 +268,7 @@ type toolAdapter struct {
 func (a toolAdapter) Name() string            { return a.t.Name() }
 func (a toolAdapter) Description() string     { return a.t.Description() }
 func (a toolAdapter) Schema() json.RawMessage { return a.t.Schema() }
-func (a toolAdapter) Gated() bool             { return tools.IsGated(a.t) }
+func (a toolAdapter) Gated() bool             { return a.t.Gated() } // agent.IsGated adds the mcp__ rule
 
 func (a toolAdapter) Run(ctx context.Context, input json.RawMessage, output func(string)) (agent.Result, error) {
 	env := *a.env
