@@ -49,7 +49,9 @@ type Config struct {
 	// Tools returns the tools offered on this step (already filtered by tool
 	// sets and variants). Plugin tools are added by the agent.
 	Tools func() []Tool
-	// System builds the system prompt from the offered tools.
+	// System builds the whole system prompt from the offered tools,
+	// plugin appendices included (see Appendices): where they go among the
+	// prompt's sections is the caller's choice.
 	System func(offered []Tool) string
 	// Approver decides gated calls; nil denies them (headless fails closed).
 	Approver Approver
@@ -301,11 +303,6 @@ func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Us
 		specs[i] = llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()}
 	}
 	system := a.cfg.System(offered)
-	for _, p := range a.cfg.Plugins {
-		if p.Appendix != "" {
-			system += "\n" + p.Appendix
-		}
-	}
 	history := a.Messages()
 	wire := history
 	if a.EstimatedTokens() > a.cfg.PruneThreshold {

@@ -30,6 +30,17 @@ type Plugin struct {
 	Appendix string
 }
 
+// Appendices are the plugins' non-empty appendices, in plugin order.
+func Appendices(plugins []Plugin) []string {
+	var out []string
+	for _, p := range plugins {
+		if p.Appendix != "" {
+			out = append(out, p.Appendix)
+		}
+	}
+	return out
+}
+
 func sortedCopy(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)

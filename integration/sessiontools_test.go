@@ -211,3 +211,28 @@ func systemText(p provider, body map[string]any) string {
 	}
 	return p.system(body)
 }
+
+func TestSessionToolsAskIsNotOfferedHeadless(t *testing.T) {
+	t.Parallel()
+	p := providers[0]
+	srv := fakemodel.New(t,
+		// A model that calls ask anyway gets an unknown-tool error.
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "q1", Name: "ask", Input: `{"question":"which?"}`}}},
+		fakemodel.Reply{Text: "Decided myself."},
+	)
+	res := shiro(t, t.TempDir(), headlessEnv(t, p, srv.URL), "-p", "--no-sandbox", "pick one")
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	reqs := modelRequests(srv)
+	body := reqs[0].JSON()
+	if slices.Contains(p.tools(body), "ask") || strings.Contains(systemText(p, body), "- ask:") {
+		t.Errorf("a headless run offers ask: %v", p.tools(body))
+	}
+	if !strings.Contains(systemText(p, body), "Nobody can answer questions in this run") {
+		t.Errorf("the headless prompt does not tell the model to decide itself:\n%s", systemText(p, body))
+	}
+	if !p.paired(t, reqs[1].JSON(), "q1", `Unknown tool \"ask\"`) && !p.paired(t, reqs[1].JSON(), "q1", `Unknown tool "ask"`) {
+		t.Errorf("the forged ask call was not refused: %s", reqs[1].Body)
+	}
+}

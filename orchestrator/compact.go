@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 )
 
 // CompactPrefix opens the message that replaces the history after /compact.
@@ -45,11 +46,24 @@ func (s *Session) Compact(ctx context.Context) (before, after int, err error) {
 		Messages: append(history, llm.Text(llm.RoleUser, compactInstruction)),
 		Tools:    specs,
 	}
+	summary, err := complete(ctx, s.agent.Model(), req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("compact the session: %w", err)
+	}
+	if summary == "" {
+		return 0, 0, errors.New("compact the session: the model wrote no summary")
+	}
+	s.agent.Replace([]llm.Message{llm.Text(llm.RoleUser, CompactPrefix+summary)})
+	return len(history), 1, nil
+}
+
+// complete streams one request and returns its text, trimmed.
+func complete(ctx context.Context, model llm.Model, req llm.Request) (string, error) {
 	var b strings.Builder
 	finished := false
-	for ev, err := range s.agent.Model().Stream(ctx, req) {
+	for ev, err := range model.Stream(ctx, req) {
 		if err != nil {
-			return 0, 0, fmt.Errorf("compact the session: %w", err)
+			return "", err
 		}
 		switch ev.Type {
 		case llm.EventText:
@@ -59,12 +73,21 @@ func (s *Session) Compact(ctx context.Context) (before, after int, err error) {
 		}
 	}
 	if !finished {
-		return 0, 0, fmt.Errorf("compact the session: %w", llm.ErrNoFinish)
+		return "", llm.ErrNoFinish
 	}
-	summary := strings.TrimSpace(b.String())
-	if summary == "" {
-		return 0, 0, errors.New("compact the session: the model wrote no summary")
+	return strings.TrimSpace(b.String()), nil
+}
+
+// CompactMemory merges the project's never-recalled notes with the model
+// (/memory). It fails when memory is off.
+func (s *Session) CompactMemory(ctx context.Context) (sessiontools.MemoryCompaction, error) {
+	if s.memory == nil {
+		return sessiontools.MemoryCompaction{}, errors.New("memory is off in this session")
 	}
-	s.agent.Replace([]llm.Message{llm.Text(llm.RoleUser, CompactPrefix+summary)})
-	return len(history), 1, nil
+	return s.memory.Compact(ctx, func(ctx context.Context, prompt string) (string, error) {
+		return complete(ctx, s.agent.Model(), llm.Request{
+			System:   "You are shiro, a coding agent, tidying the notes you keep about a project.",
+			Messages: []llm.Message{llm.Text(llm.RoleUser, prompt)},
+		})
+	})
 }

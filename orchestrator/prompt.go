@@ -26,6 +26,7 @@ var toolGuidance = map[string]string{
 	"recall":          "recall: search the notes recorded about this project in earlier sessions.",
 	"forget":          "forget: delete notes that turned out wrong or stale.",
 	"skill":           "skill: load the instructions of a skill listed below when the task matches it.",
+	"ask":             "ask: put a question to the user, with suggested answers, when a decision is theirs.",
 }
 
 // gitTools fold into one line.
@@ -48,7 +49,9 @@ type PromptInput struct {
 	Memory string
 	// Skills is the skills catalogue ("" for none).
 	Skills string
-	// Todos is the task list block ("" for none).
+	// Appendices are the plugins' additions to the prompt.
+	Appendices []string
+	// Todos is the task list block ("" for none); it comes last.
 	Todos string
 }
 
@@ -95,8 +98,8 @@ func SystemPrompt(in PromptInput) string {
 	}
 
 	b.WriteString("How to work:\n")
-	if len(in.Gated) > 0 {
-		fmt.Fprintf(&b, "- %s need the user's approval. If a call is denied, stop and ask what to do instead; do not retry it another way.\n", strings.Join(in.Gated, ", "))
+	if gated := foldMCP(in.Gated); len(gated) > 0 {
+		fmt.Fprintf(&b, "- %s need the user's approval. If a call is denied, stop and ask what to do instead; do not retry it another way.\n", strings.Join(gated, ", "))
 	} else {
 		b.WriteString("- No tool that changes files or runs commands is available: say what should be changed or run.\n")
 	}
@@ -106,15 +109,15 @@ func SystemPrompt(in PromptInput) string {
 		b.WriteString("- You cannot run commands: say which commands the user should run to verify.\n")
 	}
 	b.WriteString("- If an approach fails twice, step back and rethink instead of retrying it.\n")
-	if in.Interactive {
-		b.WriteString("- When a decision is the user's, ask rather than guess.\n")
+	if in.Interactive && offered["ask"] {
+		b.WriteString("- When a decision is the user's, ask with the ask tool rather than guess.\n")
 	} else {
 		b.WriteString("- Nobody can answer questions in this run: decide, and state the assumption you made.\n")
 	}
 	b.WriteString("\nReplies: lead with the outcome, no preamble; markdown is rendered; report failures as they are.\n")
-	// Appended sections, each only when non-empty. Plugin appendices are
-	// added after this prompt by the agent.
-	for _, section := range []string{in.Instructions, in.Memory, in.Skills, in.Todos} {
+	// Appended sections, each only when non-empty; the task list last.
+	sections := append([]string{in.Instructions, in.Memory, in.Skills}, in.Appendices...)
+	for _, section := range append(sections, in.Todos) {
 		if section != "" {
 			b.WriteString("\n")
 			b.WriteString(section)
@@ -122,4 +125,22 @@ func SystemPrompt(in PromptInput) string {
 		}
 	}
 	return b.String()
+}
+
+// foldMCP replaces the MCP tools among names by one "mcp__*" (a server can
+// bring dozens).
+func foldMCP(names []string) []string {
+	var out []string
+	mcp := false
+	for _, n := range names {
+		if strings.HasPrefix(n, "mcp__") {
+			mcp = true
+			continue
+		}
+		out = append(out, n)
+	}
+	if mcp {
+		out = append(out, "mcp__*")
+	}
+	return out
 }

@@ -40,6 +40,18 @@ type SessionOptions struct {
 	// OnChange is called after every change of the history.
 	OnChange func([]llm.Message)
 
+	// MCPServers are the user's MCP servers (run on the host) and
+	// ProjectMCPServers the project's (stdio servers run in the sandbox,
+	// remote ones are refused), name → the server's JSON object. NoMCP
+	// skips them all.
+	MCPServers, ProjectMCPServers map[string]json.RawMessage
+	NoMCP                         bool
+	// OnNotice, when set, receives the notices that arrive while the
+	// session starts (an MCP server that failed), from background
+	// goroutines, possibly at the same time; without it they are emitted
+	// as notice events by the next Send.
+	OnNotice func(string)
+
 	// DataDir holds per-project memory ("" leaves memory off).
 	DataDir string
 	// UserSkillsDir holds the user's skills ("" for none).
@@ -52,6 +64,12 @@ type SessionOptions struct {
 	// OnTodos is called after every change of the task list (the TUI's
 	// task panel).
 	OnTodos func([]sessiontools.Todo)
+	// Asker answers the ask tool; the tool is offered only in an
+	// interactive session that has one.
+	Asker sessiontools.Asker
+	// OnSubagent receives the task subagents' progress (the TUI's
+	// subagent panel); it must not block.
+	OnSubagent func(sessiontools.SubagentEvent)
 }
 
 // Session is one conversation with its workspace, sandbox and tools.
@@ -63,12 +81,15 @@ type Session struct {
 	builtins []tools.Tool
 	sets     tools.EnabledSets
 	plugins  []agent.Plugin
-	agent    *agent.Agent
+	// pluginErrors name the plugins that did not resolve.
+	pluginErrors []string
+	agent        *agent.Agent
 	// Session tools and their state.
 	todos        *sessiontools.TodoList
 	memory       *sessiontools.Memory // nil with memory off
 	skills       []sessiontools.Skill
 	sessionTools []agent.Tool
+	mcp          *sessionMCP // nil without MCP servers
 	// Notices collected while the session was assembled (unknown plugins).
 	Notices []string
 }
@@ -94,8 +115,9 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	plugins, unknown := agent.Builtins(opts.Plugins)
 	s.plugins = plugins
 	for _, n := range unknown {
-		s.Notices = append(s.Notices, fmt.Sprintf("plugin %q: no such plugin", n))
+		s.pluginErrors = append(s.pluginErrors, fmt.Sprintf("plugin %q: no such plugin", n))
 	}
+	s.Notices = append(s.Notices, s.pluginErrors...)
 	instructions := ""
 	if !opts.NoInstructions {
 		instructions = InstructionsBlock(LoadInstructions(opts.Workspace))
@@ -109,7 +131,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		Model: opts.Model,
 		Tools: s.offered,
 		System: func(offered []agent.Tool) string {
-			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Interactive, Instructions: instructions}
+			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Interactive, Instructions: instructions, Appendices: agent.Appendices(plugins)}
 			for _, t := range offered {
 				in.Offered = append(in.Offered, t.Name())
 				if agent.IsGated(t) {
@@ -143,12 +165,14 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	}
 	a.Replace(opts.History)
 	s.agent = a
+	s.startMCP(opts)
 	return s, nil
 }
 
 // addSessionTools assembles the session tools: todo_write always;
 // remember, recall and forget with a data directory and memory on; skill
-// when at least one skill loads; task unless the subagent is off.
+// when at least one skill loads; ask when a person can answer; task unless
+// the subagent is off.
 func (s *Session) addSessionTools(opts SessionOptions) {
 	s.todos = &sessiontools.TodoList{OnChange: opts.OnTodos}
 	s.todos.Restore(opts.Todos)
@@ -163,19 +187,24 @@ func (s *Session) addSessionTools(opts SessionOptions) {
 			s.sessionTools = append(s.sessionTools, sessiontools.SkillTool{Skills: s.skills})
 		}
 	}
+	if opts.Interactive && opts.Asker != nil {
+		s.sessionTools = append(s.sessionTools, sessiontools.Ask{Asker: opts.Asker})
+	}
 	if !opts.NoSubagent {
-		s.sessionTools = append(s.sessionTools, sessiontools.Task{
+		s.sessionTools = append(s.sessionTools, &sessiontools.Task{
 			Model:     func() llm.Model { return s.agent.Model() },
 			Tools:     s.builtinTools,
 			Reasoning: opts.Reasoning,
+			Progress:  opts.OnSubagent,
 		})
 	}
 }
 
 // offered is what the agent is offered: the built-in tools of the enabled
-// sets, adapted, then the session tools (which belong to no set).
+// sets, adapted, then the session tools and the tools of the MCP servers
+// connected so far (which belong to no set).
 func (s *Session) offered() []agent.Tool {
-	return append(s.builtinTools(), s.sessionTools...)
+	return append(append(s.builtinTools(), s.sessionTools...), s.mcpTools()...)
 }
 
 // builtinTools adapts the offered built-in tools for the agent.
@@ -202,6 +231,13 @@ func (s *Session) TodosJSON() json.RawMessage {
 // Memory is the project's memory, nil when memory is off.
 func (s *Session) Memory() *sessiontools.Memory { return s.memory }
 
+// Plugins are the enabled plugins, in order; PluginErrors names those that
+// did not resolve.
+func (s *Session) Plugins() []agent.Plugin { return s.plugins }
+
+// PluginErrors are the messages of plugin names that did not resolve.
+func (s *Session) PluginErrors() []string { return s.pluginErrors }
+
 // Skills are the loaded skills, sorted by name.
 func (s *Session) Skills() []sessiontools.Skill { return s.skills }
 
@@ -209,8 +245,8 @@ func (s *Session) Skills() []sessiontools.Skill { return s.skills }
 func (s *Session) OfferedTools() []tools.Tool { return tools.Offered(s.builtins, s.sets) }
 
 // OfferedNames lists every tool the model is offered on the next step: the
-// built-in tools of the enabled sets, the session tools, then the plugins'
-// tools (first name wins, as the agent offers them).
+// built-in tools of the enabled sets, the session tools, the MCP tools,
+// then the plugins' tools (first name wins, as the agent offers them).
 func (s *Session) OfferedNames() []string {
 	seen := map[string]bool{}
 	var names []string
@@ -248,15 +284,17 @@ func (s *Session) Workspace() string { return s.ws }
 // Agent is the session's agent.
 func (s *Session) Agent() *agent.Agent { return s.agent }
 
-// Send runs one turn.
+// Send runs one turn, after waiting for the MCP servers still starting
+// (bounded; see awaitMCP).
 func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
+	s.awaitMCP(ctx, emit)
 	return s.agent.Send(ctx, prompt, emit)
 }
 
-// Close releases the sandbox session (killing what it started) and the
-// workspace.
+// Close closes the MCP servers, releases the sandbox session (killing what
+// it started) and the workspace.
 func (s *Session) Close() error {
-	return errors.Join(s.sandbox.Close(), s.root.Close())
+	return errors.Join(s.closeMCP(), s.sandbox.Close(), s.root.Close())
 }
 
 // toolAdapter runs a built-in tool for the agent, with live output.

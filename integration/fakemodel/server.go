@@ -40,6 +40,12 @@ type Reply struct {
 	// Delay holds the answer back this long before anything is sent (a
 	// slow model; a client that gives up ends the wait).
 	Delay time.Duration
+	// Reached, when set, is closed when the request this reply answers
+	// arrives; Hold, when set, keeps the answer back until it is closed (or
+	// the client gives up). Together they let a test look at the client
+	// while it waits for the model.
+	Reached chan struct{}
+	Hold    <-chan struct{}
 }
 
 // ToolCall is one tool call the model makes.
@@ -167,8 +173,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// delayed waits rep.Delay (or until the client gives up) and returns rep.
+// delayed closes rep.Reached, waits for rep.Hold and rep.Delay (or until
+// the client gives up) and returns rep.
 func delayed(r *http.Request, rep Reply) Reply {
+	if rep.Reached != nil {
+		close(rep.Reached)
+	}
+	if rep.Hold != nil {
+		select {
+		case <-rep.Hold:
+		case <-r.Context().Done():
+		}
+	}
 	if rep.Delay > 0 {
 		t := time.NewTimer(rep.Delay)
 		defer t.Stop()

@@ -306,3 +306,115 @@ func MemoryTools(m *Memory) []agent.Tool {
 		},
 	}
 }
+
+// MinCompactable is how many never-recalled notes /memory needs before it
+// asks the model to merge them.
+const MinCompactable = 2
+
+// ErrNoModel is Compact's error without a model to summarise with.
+var ErrNoModel = errors.New("no model available to summarize memory")
+
+// MemoryCompaction is what /memory did.
+type MemoryCompaction struct {
+	// Before and After count the notes.
+	Before, After int
+	// Changed is false when the store was left as it was; Reason says why.
+	Changed bool
+	Reason  string
+}
+
+// Summarizer answers one prompt with text (the session's model).
+type Summarizer func(ctx context.Context, prompt string) (string, error)
+
+// compactPrompt asks the model to merge the notes that were never recalled.
+const compactPrompt = `Below are notes about a software project, one per line as "[kind] text". Merge duplicates and near-duplicates, drop notes that are trivial or superseded by another, and keep every distinct fact. Answer with the resulting notes only, one per line, in the same "[kind] text" form; kind is one of fact, decision, gotcha, command.
+
+`
+
+// Compact asks summarize to merge the notes that were never recalled;
+// recalled notes are kept verbatim. An answer with no parseable line, or
+// an error, leaves the store as it was. Notes written by another process
+// meanwhile are kept.
+func (m *Memory) Compact(ctx context.Context, summarize Summarizer) (MemoryCompaction, error) {
+	if summarize == nil {
+		return MemoryCompaction{}, ErrNoModel
+	}
+	entries := m.Entries()
+	var unused []MemoryEntry
+	for _, e := range entries {
+		if e.Hits == 0 {
+			unused = append(unused, e)
+		}
+	}
+	res := MemoryCompaction{Before: len(entries), After: len(entries)}
+	if len(unused) < MinCompactable {
+		res.Reason = fmt.Sprintf("fewer than %d notes were never recalled", MinCompactable)
+		return res, nil
+	}
+	var b strings.Builder
+	b.WriteString(compactPrompt)
+	for _, e := range unused {
+		fmt.Fprintf(&b, "[%s] %s\n", e.Kind, e.Text)
+	}
+	answer, err := summarize(ctx, b.String())
+	if err != nil {
+		return res, fmt.Errorf("summarize memory: %w", err)
+	}
+	merged := parseNotes(answer)
+	if len(merged) == 0 {
+		res.Reason = "the model's answer held no notes"
+		return res, nil
+	}
+	newest := unused[0].CreatedAt
+	replaced := map[string]bool{}
+	for _, e := range unused {
+		replaced[e.ID] = true
+		if e.CreatedAt.After(newest) {
+			newest = e.CreatedAt
+		}
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	current := m.load()
+	kept := slices.DeleteFunc(slices.Clone(current), func(e MemoryEntry) bool { return replaced[e.ID] })
+	seen := map[string]bool{}
+	for _, e := range kept {
+		seen[e.Text] = true
+	}
+	for _, n := range merged {
+		if seen[n.Text] {
+			continue
+		}
+		seen[n.Text] = true
+		n.ID, n.CreatedAt = store.NewID(), newest
+		kept = append(kept, n)
+	}
+	if err := m.save(kept); err != nil {
+		return res, err
+	}
+	return MemoryCompaction{Before: len(current), After: min(len(kept), MaxMemories), Changed: true}, nil
+}
+
+// parseNotes reads "[kind] text" lines (a list marker before them is
+// allowed); other lines are ignored.
+func parseNotes(answer string) []MemoryEntry {
+	var out []MemoryEntry
+	for _, line := range strings.Split(answer, "\n") {
+		line = strings.TrimSpace(line)
+		line = strings.TrimSpace(strings.TrimLeft(line, "-*"))
+		if !strings.HasPrefix(line, "[") {
+			continue
+		}
+		kind, text, ok := strings.Cut(line[1:], "]")
+		kind, text = strings.ToLower(strings.TrimSpace(kind)), strings.TrimSpace(text)
+		if !ok || !slices.Contains(MemoryKinds, kind) || text == "" {
+			continue
+		}
+		if utf8.RuneCountInString(text) > MaxMemoryText {
+			text = strings.TrimSpace(string([]rune(text)[:MaxMemoryText]))
+		}
+		out = append(out, MemoryEntry{Kind: kind, Text: text})
+	}
+	return out
+}

@@ -1,7 +1,9 @@
 package sessiontools
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -133,4 +135,81 @@ func TestCorruptAndInvalidEntriesReadAsEmpty(t *testing.T) {
 	if got, _ := m.Remember("fact", "second"); got != "Remembered as fact (2 stored): second" {
 		t.Errorf("remember after filtering: %q", got)
 	}
+}
+
+func TestMemoryCompact(t *testing.T) {
+	t.Parallel()
+	seed := func(t *testing.T) *Memory {
+		m := NewMemory(t.TempDir(), "k")
+		for _, n := range []string{"uses make check", "tests need docker", "make check runs the tests", "the API is v2"} {
+			if _, err := m.Remember("fact", n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := m.Recall("API"); err != nil { // recalled: kept verbatim
+			t.Fatal(err)
+		}
+		return m
+	}
+	texts := func(m *Memory) []string {
+		var out []string
+		for _, e := range m.Entries() {
+			out = append(out, fmt.Sprintf("[%s] %s (%d)", e.Kind, e.Text, e.Hits))
+		}
+		return out
+	}
+
+	t.Run("merges the unused notes and keeps recalled ones", func(t *testing.T) {
+		t.Parallel()
+		m := seed(t)
+		var prompt string
+		res, err := m.Compact(t.Context(), func(_ context.Context, p string) (string, error) {
+			prompt = p
+			// A note written by another process while the model thinks.
+			if _, err := NewMemory(filepath.Dir(filepath.Dir(m.Path)), "k").Remember("gotcha", "written meanwhile"); err != nil {
+				t.Fatal(err)
+			}
+			return "Here you go:\n- [command] make check runs the tests (needs docker)\n[FACT] the API is v2\n[bogus] nope\n", nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(prompt, "the API is v2") || !strings.Contains(prompt, "[fact] tests need docker") {
+			t.Errorf("prompt sent recalled notes or missed unused ones:\n%s", prompt)
+		}
+		want := []string{"[fact] the API is v2 (1)", "[gotcha] written meanwhile (0)", "[command] make check runs the tests (needs docker) (0)"}
+		if got := texts(m); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("store\n got %q\nwant %q", got, want)
+		}
+		if !res.Changed || res.Before != 5 || res.After != 3 {
+			t.Errorf("result %+v", res)
+		}
+	})
+	t.Run("an unparseable answer or a failure leaves the store alone", func(t *testing.T) {
+		t.Parallel()
+		for _, answer := range []func(context.Context, string) (string, error){
+			func(context.Context, string) (string, error) { return "I merged them all for you.", nil },
+			func(context.Context, string) (string, error) { return "", errors.New("overloaded") },
+		} {
+			m := seed(t)
+			before := texts(m)
+			res, err := m.Compact(t.Context(), answer)
+			if res.Changed || strings.Join(texts(m), "|") != strings.Join(before, "|") {
+				t.Errorf("store changed: %+v %v %q", res, err, texts(m))
+			}
+		}
+	})
+	t.Run("too few unused notes, or no model", func(t *testing.T) {
+		t.Parallel()
+		m := NewMemory(t.TempDir(), "k")
+		_, _ = m.Remember("fact", "only one")
+		called := false
+		res, err := m.Compact(t.Context(), func(context.Context, string) (string, error) { called = true; return "", nil })
+		if err != nil || res.Changed || called || res.Reason == "" {
+			t.Errorf("%+v %v called=%v", res, err, called)
+		}
+		if _, err := m.Compact(t.Context(), nil); !errors.Is(err, ErrNoModel) || err.Error() != "no model available to summarize memory" {
+			t.Errorf("no model: %v", err)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
@@ -52,6 +53,34 @@ type Task struct {
 	Tools func() []agent.Tool
 	// Reasoning is passed to the subagent's model.
 	Reasoning llm.Reasoning
+	// Progress, when set, receives each subagent's start, steps and end
+	// (the TUI's subagent panel). It must not block.
+	Progress func(SubagentEvent)
+
+	seq atomic.Int64 // numbers the subagents: sub1, sub2, ...
+}
+
+// Subagent progress kinds.
+const (
+	SubagentStart = "start"
+	SubagentStep  = "step"
+	SubagentEnd   = "end"
+	SubagentError = "error"
+)
+
+// SubagentEvent is one piece of a subagent's progress. Fields apply by
+// Type: Kind and Description on start; Tool and Summary on step; OK (the
+// report is not empty) and Steps on end; Error on error.
+type SubagentEvent struct {
+	Type        string
+	ID          string
+	Kind        string
+	Description string
+	Tool        string
+	Summary     string
+	OK          bool
+	Steps       int
+	Error       string
 }
 
 var taskSchema = objectSchema([]string{"description", "prompt"},
@@ -60,13 +89,13 @@ var taskSchema = objectSchema([]string{"description", "prompt"},
 	prop{name: "kind", typ: "string", desc: "explore (default) or review.", enum: []string{KindExplore, KindReview}},
 )
 
-func (Task) Name() string            { return "task" }
-func (Task) Description() string     { return taskDescription }
-func (Task) Schema() json.RawMessage { return taskSchema }
-func (Task) Gated() bool             { return false }
+func (*Task) Name() string            { return "task" }
+func (*Task) Description() string     { return taskDescription }
+func (*Task) Schema() json.RawMessage { return taskSchema }
+func (*Task) Gated() bool             { return false }
 
 // readTools filters the session's tools down to the subagent's.
-func (t Task) readTools() []agent.Tool {
+func (t *Task) readTools() []agent.Tool {
 	var out []agent.Tool
 	for _, tool := range t.Tools() {
 		if slices.Contains(SubagentTools, tool.Name()) {
@@ -77,7 +106,7 @@ func (t Task) readTools() []agent.Tool {
 }
 
 // Run runs the subagent to its end and returns its report.
-func (t Task) Run(ctx context.Context, input json.RawMessage, output func(string)) (agent.Result, error) {
+func (t *Task) Run(ctx context.Context, input json.RawMessage, output func(string)) (agent.Result, error) {
 	var p struct {
 		Description string `json:"description"`
 		Prompt      string `json:"prompt"`
@@ -107,18 +136,24 @@ func (t Task) Run(ctx context.Context, input json.RawMessage, output func(string
 	if err != nil {
 		return agent.Result{}, fmt.Errorf("start the subagent: %w", err)
 	}
+	id := fmt.Sprintf("sub%d", t.seq.Add(1))
+	t.report(SubagentEvent{Type: SubagentStart, ID: id, Kind: p.Kind, Description: strings.TrimSpace(p.Description)})
 	var (
 		report  strings.Builder
 		failure string
 		capped  bool
+		steps   int
 	)
 	err = sub.Send(ctx, p.Prompt, func(ev agent.Event) {
 		switch ev.Type {
 		case agent.EventText:
 			report.WriteString(ev.Text)
 		case agent.EventToolCall:
+			steps++
+			summary := summarize(ev.Input)
+			t.report(SubagentEvent{Type: SubagentStep, ID: id, Tool: ev.Name, Summary: summary})
 			if output != nil {
-				output(fmt.Sprintf("[%s] %s %s\n", p.Kind, ev.Name, summarize(ev.Input)))
+				output(fmt.Sprintf("[%s] %s %s\n", p.Kind, ev.Name, summary))
 			}
 		case agent.EventNotice:
 			capped = strings.Contains(ev.Text, "step limit")
@@ -127,12 +162,16 @@ func (t Task) Run(ctx context.Context, input json.RawMessage, output func(string
 		}
 	})
 	if failure != "" || err != nil {
-		return agent.Result{Output: "The subagent failed: " + cmp.Or(failure, fmt.Sprint(err)), IsError: true}, nil
+		msg := cmp.Or(failure, fmt.Sprint(err))
+		t.report(SubagentEvent{Type: SubagentError, ID: id, Error: msg})
+		return agent.Result{Output: "The subagent failed: " + msg, IsError: true}, nil
 	}
 	if ctx.Err() != nil {
+		t.report(SubagentEvent{Type: SubagentError, ID: id, Error: "interrupted"})
 		return agent.Result{}, context.Cause(ctx)
 	}
 	out := strings.TrimSpace(report.String())
+	t.report(SubagentEvent{Type: SubagentEnd, ID: id, OK: out != "", Steps: steps})
 	if out == "" {
 		out = NoFindings
 	}
@@ -140,6 +179,12 @@ func (t Task) Run(ctx context.Context, input json.RawMessage, output func(string
 		out += fmt.Sprintf("\n\n(The subagent stopped at its limit of %d steps.)", SubagentMaxSteps)
 	}
 	return agent.Result{Output: out}, nil
+}
+
+func (t *Task) report(ev SubagentEvent) {
+	if t.Progress != nil {
+		t.Progress(ev)
+	}
 }
 
 // summarize names a subagent step by its input's pattern, path or include,

@@ -91,7 +91,7 @@ func TestTaskOffersOnlyReadToolsAndRefusesAForgedWrite(t *testing.T) {
 		calls(toolCall("s1", "write_file", `{"path":"x","content":"y"}`), toolCall("s2", "grep", `{"pattern":"TODO"}`)),
 		text("  Found TODO in a.go:3.  "),
 	}}
-	task := Task{Model: func() llm.Model { return model }, Tools: sessionTools(&ran)}
+	task := &Task{Model: func() llm.Model { return model }, Tools: sessionTools(&ran)}
 	res, err := task.Run(t.Context(), json.RawMessage(`{"description":"find todos","prompt":"find TODOs and write them to x"}`), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestTaskKindsAndEdges(t *testing.T) {
 	t.Run("review kind has its own prompt", func(t *testing.T) {
 		t.Parallel()
 		model := &scriptedModel{replies: []llm.Message{text("Looks correct.")}}
-		res, _ := Task{Model: func() llm.Model { return model }, Tools: sessionTools(&ran)}.Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"review a.go","kind":"review"}`), nil)
+		res, _ := (&Task{Model: func() llm.Model { return model }, Tools: sessionTools(&ran)}).Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"review a.go","kind":"review"}`), nil)
 		if res.Output != "Looks correct." || !strings.Contains(model.reqs[0].System, "severity") {
 			t.Errorf("%q / %q", res.Output, model.reqs[0].System)
 		}
@@ -132,14 +132,14 @@ func TestTaskKindsAndEdges(t *testing.T) {
 	t.Run("empty report", func(t *testing.T) {
 		t.Parallel()
 		model := &scriptedModel{replies: []llm.Message{text("  ")}}
-		res, _ := Task{Model: func() llm.Model { return model }, Tools: sessionTools(&ran)}.Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"p"}`), nil)
+		res, _ := (&Task{Model: func() llm.Model { return model }, Tools: sessionTools(&ran)}).Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"p"}`), nil)
 		if res.Output != NoFindings {
 			t.Errorf("%q", res.Output)
 		}
 	})
 	t.Run("unknown kind", func(t *testing.T) {
 		t.Parallel()
-		res, _ := Task{Model: func() llm.Model { return &scriptedModel{} }, Tools: sessionTools(&ran)}.Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"p","kind":"worker"}`), nil)
+		res, _ := (&Task{Model: func() llm.Model { return &scriptedModel{} }, Tools: sessionTools(&ran)}).Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"p","kind":"worker"}`), nil)
 		if !res.IsError {
 			t.Errorf("%q", res.Output)
 		}
@@ -147,7 +147,7 @@ func TestTaskKindsAndEdges(t *testing.T) {
 	t.Run("a provider error is a tool error", func(t *testing.T) {
 		t.Parallel()
 		model := &scriptedModel{errs: []error{errors.New("overloaded")}}
-		res, err := Task{Model: func() llm.Model { return model }, Tools: sessionTools(&ran)}.Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"p"}`), nil)
+		res, err := (&Task{Model: func() llm.Model { return model }, Tools: sessionTools(&ran)}).Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"p"}`), nil)
 		if err != nil || !res.IsError || !strings.Contains(res.Output, "overloaded") {
 			t.Errorf("%v %+v", err, res)
 		}
@@ -159,9 +159,39 @@ func TestTaskKindsAndEdges(t *testing.T) {
 			replies = append(replies, calls(toolCall("g", "glob", `{"pattern":"*"}`)))
 		}
 		model := &scriptedModel{replies: replies}
-		res, _ := Task{Model: func() llm.Model { return model }, Tools: sessionTools(&[]string{})}.Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"p"}`), nil)
+		res, _ := (&Task{Model: func() llm.Model { return model }, Tools: sessionTools(&[]string{})}).Run(t.Context(), json.RawMessage(`{"description":"d","prompt":"p"}`), nil)
 		if len(model.reqs) != SubagentMaxSteps || !strings.Contains(res.Output, "limit of 20 steps") {
 			t.Errorf("%d requests, %q", len(model.reqs), res.Output)
 		}
 	})
+}
+
+func TestTaskReportsProgress(t *testing.T) {
+	t.Parallel()
+	var ran []string
+	model := &scriptedModel{replies: []llm.Message{
+		calls(toolCall("s1", "grep", `{"pattern":"TODO"}`)),
+		calls(toolCall("s2", "read_file", `{"path":"a.go"}`)),
+		text("a.go:3"),
+		text(""),
+	}}
+	var events []SubagentEvent
+	task := &Task{Model: func() llm.Model { return model }, Tools: sessionTools(&ran), Progress: func(ev SubagentEvent) { events = append(events, ev) }}
+	if _, err := task.Run(t.Context(), json.RawMessage(`{"description":"find todos","prompt":"p","kind":"explore"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := task.Run(t.Context(), json.RawMessage(`{"description":"second","prompt":"p"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []SubagentEvent{
+		{Type: SubagentStart, ID: "sub1", Kind: KindExplore, Description: "find todos"},
+		{Type: SubagentStep, ID: "sub1", Tool: "grep", Summary: "TODO"},
+		{Type: SubagentStep, ID: "sub1", Tool: "read_file", Summary: "a.go"},
+		{Type: SubagentEnd, ID: "sub1", OK: true, Steps: 2},
+		{Type: SubagentStart, ID: "sub2", Kind: KindExplore, Description: "second"},
+		{Type: SubagentEnd, ID: "sub2", OK: false, Steps: 0},
+	}
+	if !slices.Equal(events, want) {
+		t.Errorf("events\n got %+v\nwant %+v", events, want)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -17,8 +18,10 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/tools/mcp"
 )
 
 // Session is what the UI drives; *orchestrator.Session implements it.
@@ -32,6 +35,22 @@ type Session interface {
 	StartSandbox(ctx context.Context) (sandbox.Info, error)
 	// Compact replaces the history with a model-written summary.
 	Compact(ctx context.Context) (before, after int, err error)
+	// Todos is the task list (the task panel, /todos).
+	Todos() *sessiontools.TodoList
+	// Memory is the project's memory, nil when memory is off (/notes).
+	Memory() *sessiontools.Memory
+	// CompactMemory merges never-recalled notes with the model (/memory).
+	CompactMemory(ctx context.Context) (sessiontools.MemoryCompaction, error)
+	// Skills are the loaded skills (/skills).
+	Skills() []sessiontools.Skill
+	// Plugins are the enabled plugins and PluginErrors the names that did
+	// not resolve (/plugins).
+	Plugins() []agent.Plugin
+	PluginErrors() []string
+	// MCPStatus describes the MCP servers; WaitMCP returns once every
+	// one connected or failed (/mcp, the header).
+	MCPStatus() []mcp.ServerStatus
+	WaitMCP(ctx context.Context) error
 }
 
 // Options configure the UI.
@@ -86,6 +105,8 @@ type App struct {
 	out  *printQueue   // transcript lines to print above the program
 	rec  *recorder
 	once sync.Once
+
+	askSeq atomic.Int64 // numbers the questions of the ask tool
 }
 
 // New prepares the UI.
@@ -139,6 +160,14 @@ func (a *App) post(msg tea.Msg) bool {
 		return false
 	}
 }
+
+// OnTodos shows the task list after every change (hand it to the
+// session's options).
+func (a *App) OnTodos(items []sessiontools.Todo) { a.post(todosMsg{items: items}) }
+
+// OnSubagent shows a task subagent's progress (hand it to the session's
+// options).
+func (a *App) OnSubagent(ev sessiontools.SubagentEvent) { a.post(subagentMsg{ev: ev}) }
 
 // Notice shows a line from the orchestrator (an endpoint fallback).
 func (a *App) Notice(text string) { a.post(noticeMsg{text: text}) }

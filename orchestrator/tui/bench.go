@@ -13,8 +13,10 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/tools/mcp"
 )
 
 // Bench drives the root model the way Bubble Tea does (Update, then View)
@@ -42,7 +44,7 @@ func NewBench(dir string, lines, width, height int) (*Bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess := benchSession{a: a}
+	sess := benchSession{a: a, todos: &sessiontools.TodoList{}}
 	rt := &runtime{app: app, sess: sess, ctx: context.Background()}
 	m := newModel(rt, app.opts, newStyles(io.Discard, termenv.ANSI256, false))
 	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
@@ -91,7 +93,10 @@ func (b *Bench) Stream(text string) int {
 func (b *Bench) Close() { b.app.Close() }
 
 // benchSession is a session that never runs anything.
-type benchSession struct{ a *agent.Agent }
+type benchSession struct {
+	a     *agent.Agent
+	todos *sessiontools.TodoList
+}
 
 func (s benchSession) Send(context.Context, string, func(agent.Event)) error { return nil }
 func (s benchSession) Agent() *agent.Agent                                   { return s.a }
@@ -100,6 +105,16 @@ func (s benchSession) StartSandbox(context.Context) (sandbox.Info, error) {
 	return sandbox.Info{}, nil
 }
 func (s benchSession) Compact(context.Context) (int, int, error) { return 0, 0, nil }
+func (s benchSession) Todos() *sessiontools.TodoList             { return s.todos }
+func (s benchSession) Memory() *sessiontools.Memory              { return nil }
+func (s benchSession) Skills() []sessiontools.Skill              { return nil }
+func (s benchSession) Plugins() []agent.Plugin                   { return nil }
+func (s benchSession) PluginErrors() []string                    { return nil }
+func (s benchSession) MCPStatus() []mcp.ServerStatus             { return nil }
+func (s benchSession) WaitMCP(context.Context) error             { return nil }
+func (s benchSession) CompactMemory(context.Context) (sessiontools.MemoryCompaction, error) {
+	return sessiontools.MemoryCompaction{}, nil
+}
 
 // idleModel is a model the bench never calls.
 type idleModel struct{}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -34,6 +35,12 @@ func commands() []*command {
 		{name: "context", summary: "instruction files and the context estimate", offline: true, run: (*Model).cmdContext},
 		{name: "cost", summary: "tokens and spend of this session", offline: true, run: (*Model).cmdCost},
 		{name: "compact", summary: "replace the history with a model-written summary", run: (*Model).cmdCompact},
+		{name: "todos", summary: "the task list", offline: true, run: (*Model).cmdTodos},
+		{name: "notes", summary: "what shiro remembers about this project", offline: true, run: (*Model).cmdNotes},
+		{name: "memory", summary: "merge the notes never recalled, with the model", run: (*Model).cmdMemory},
+		{name: "skills", summary: "the skills the model can load", offline: true, run: (*Model).cmdSkills},
+		{name: "plugins", summary: "active and failed plugins", offline: true, run: (*Model).cmdPlugins},
+		{name: "mcp", summary: "MCP servers and their tools", offline: true, run: (*Model).cmdMCP},
 		{name: "sessions", summary: "the last 15 sessions", offline: true, run: (*Model).cmdSessions},
 		{name: "resume", args: "<session-id>", summary: "load a session by id or prefix", offline: true, run: (*Model).cmdResume},
 		{name: "save", summary: "save the session now", offline: true, run: (*Model).cmdSave},
@@ -207,6 +214,116 @@ func (m *Model) cmdCompact(string) tea.Cmd {
 	m.beginBusy()
 	m.printInfo("compacting the session...")
 	return tea.Batch(m.rt.startCompact(m.turnID), spin(m.turnID))
+}
+
+func (m *Model) cmdTodos(string) tea.Cmd {
+	m.info = &infoPanel{title: "tasks", body: todosText(m.todos)}
+	return nil
+}
+
+func (m *Model) cmdNotes(string) tea.Cmd {
+	mem := m.rt.sess.Memory()
+	if mem == nil {
+		m.info = &infoPanel{title: "memory", body: "memory is off in this session (--no-memory)"}
+		return nil
+	}
+	entries := mem.Entries()
+	m.notes = len(entries)
+	if len(entries) == 0 {
+		m.info = &infoPanel{title: "memory: 0 notes about this project", body: "nothing recorded yet - the model keeps notes with remember"}
+		return nil
+	}
+	var b strings.Builder
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		fmt.Fprintf(&b, "(%s) %s", e.Kind, e.Text)
+		if e.Hits > 0 {
+			fmt.Fprintf(&b, " [recalled %dx]", e.Hits)
+		}
+		b.WriteByte('\n')
+	}
+	m.info = &infoPanel{title: fmt.Sprintf("memory: %d notes about this project", len(entries)), body: strings.TrimRight(b.String(), "\n")}
+	return nil
+}
+
+func (m *Model) cmdMemory(string) tea.Cmd {
+	if m.rt.sess.Memory() == nil {
+		m.printError("memory is off in this session (--no-memory)")
+		return nil
+	}
+	if m.busy {
+		m.printError("wait for the turn to end before /memory")
+		return nil
+	}
+	m.beginBusy()
+	m.printInfo("compacting memory...")
+	return tea.Batch(m.rt.startMemoryCompact(m.turnID), spin(m.turnID))
+}
+
+func (m *Model) cmdSkills(string) tea.Cmd {
+	skills := m.rt.sess.Skills()
+	if len(skills) == 0 {
+		m.info = &infoPanel{title: "skills", body: "no skills loaded (--no-skills, or none found)"}
+		return nil
+	}
+	var b strings.Builder
+	for _, sk := range skills {
+		fmt.Fprintf(&b, "%-10s %-8s %s\n", sk.Name, sk.Origin, sk.Description)
+	}
+	b.WriteString("\nadd your own as Markdown files in .shiro/skills/ (this project) or in your config directory's skills/")
+	m.info = &infoPanel{title: "skills", body: b.String()}
+	return nil
+}
+
+func (m *Model) cmdPlugins(string) tea.Cmd {
+	var b strings.Builder
+	plugins := m.rt.sess.Plugins()
+	if len(plugins) == 0 {
+		b.WriteString("no plugins active (--no-plugins or an empty plugins list): the guard is off\n")
+	}
+	for _, p := range plugins {
+		fmt.Fprintf(&b, "%-10s %s\n", p.Name, p.Description)
+	}
+	for _, e := range m.rt.sess.PluginErrors() {
+		b.WriteString("failed: " + e + "\n")
+	}
+	m.info = &infoPanel{title: "plugins", body: strings.TrimRight(b.String(), "\n")}
+	return nil
+}
+
+func (m *Model) cmdMCP(string) tea.Cmd {
+	servers := m.rt.sess.MCPStatus()
+	m.mcp = servers
+	if len(servers) == 0 {
+		m.info = &infoPanel{title: "mcp", body: "no MCP servers (add them under mcpServers in your config; --no-mcp skips them)"}
+		return nil
+	}
+	var b strings.Builder
+	for _, s := range servers {
+		where := s.Where
+		if where == "" {
+			where = "-"
+		}
+		origin := "user"
+		if s.Project {
+			origin = "project"
+		}
+		fmt.Fprintf(&b, "%s  (%s config, %s, %s)\n", s.Name, origin, cmp.Or(s.Transport, "?"), where)
+		switch {
+		case s.Connecting:
+			b.WriteString("  connecting...\n")
+		case s.Err != nil:
+			b.WriteString("  " + s.Notice() + "\n")
+		default:
+			fmt.Fprintf(&b, "  %d tools: %s\n", len(s.Tools), strings.Join(s.Tools, ", "))
+		}
+		for _, sk := range s.Skipped {
+			b.WriteString("  skipped: " + sk + "\n")
+		}
+	}
+	b.WriteString("\nevery MCP tool asks before each call (a: always, for this session)")
+	m.info = &infoPanel{title: "mcp", body: b.String()}
+	return nil
 }
 
 func (m *Model) cmdSessions(string) tea.Cmd { return m.rt.listSessions() }

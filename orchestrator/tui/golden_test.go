@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 )
 
 // startedTurn puts f in a turn of prompt, as Enter would.
@@ -60,6 +61,38 @@ func TestViewGolden(t *testing.T) {
 		{"file_picker", func(f *fixture) {
 			f.send(filesMsg{files: []string{"README.md", "lib/src/other.go", "src/main.go", "src/util/strings.go", "docs/src-notes.md", "go.mod"}})
 			f.typeText("look at @src/")
+		}},
+		{"task_panel", func(f *fixture) {
+			startedTurn(f, "fix the parser")
+			f.send(todosMsg{items: []sessiontools.Todo{
+				{Content: "read the parser", Status: sessiontools.StatusDone},
+				{Content: "fix the off-by-one", Status: sessiontools.StatusInProgress},
+				{Content: "run the tests", Status: sessiontools.StatusPending},
+				{Content: "update the changelog", Status: sessiontools.StatusBlocked, Note: "no write access"},
+			}})
+		}},
+		{"subagent_panel", func(f *fixture) {
+			startedTurn(f, "where is the config read?")
+			f.send(
+				subagentMsg{ev: sessiontools.SubagentEvent{Type: sessiontools.SubagentStart, ID: "sub1", Kind: "explore", Description: "find config loading"}},
+				subagentMsg{ev: sessiontools.SubagentEvent{Type: sessiontools.SubagentStep, ID: "sub1", Tool: "grep", Summary: "LoadConfig"}},
+				subagentMsg{ev: sessiontools.SubagentEvent{Type: sessiontools.SubagentStep, ID: "sub1", Tool: "glob", Summary: "**/*.toml"}},
+				subagentMsg{ev: sessiontools.SubagentEvent{Type: sessiontools.SubagentStep, ID: "sub1", Tool: "read_file", Summary: "internal/config/load.go"}},
+				subagentMsg{ev: sessiontools.SubagentEvent{Type: sessiontools.SubagentStep, ID: "sub1", Tool: "read_file", Summary: "internal/config/defaults.go which is a very long path that will be cut somewhere"}},
+				subagentMsg{ev: sessiontools.SubagentEvent{Type: sessiontools.SubagentStart, ID: "sub2", Kind: "review", Description: "review the loader"}},
+				subagentMsg{ev: sessiontools.SubagentEvent{Type: sessiontools.SubagentError, ID: "sub2", Error: "overloaded"}},
+			)
+		}},
+		{"ask_options", func(f *fixture) {
+			startedTurn(f, "add a database")
+			f.send(askMsg{id: 1, reply: make(chan []string, 1), q: sessiontools.Question{
+				Text: "Which **database** should the service use?",
+				Options: []sessiontools.AskOption{
+					{Label: "PostgreSQL", Detail: "Already used by the billing service; needs a container in tests."},
+					{Label: "SQLite", Detail: "No server; one file."},
+					{Label: "Keep the JSON files"},
+				},
+			}})
 		}},
 		{"queue_of_two", func(f *fixture) {
 			startedTurn(f, "first")

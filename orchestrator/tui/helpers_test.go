@@ -22,8 +22,10 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/tools/mcp"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -44,6 +46,14 @@ type fakeSession struct {
 	send    func(ctx context.Context, prompt string, emit func(agent.Event)) error
 	start   func(ctx context.Context) (sandbox.Info, error)
 	compact func(ctx context.Context) (int, int, error)
+
+	todos         sessiontools.TodoList
+	memory        *sessiontools.Memory
+	skills        []sessiontools.Skill
+	plugins       []agent.Plugin
+	pluginErr     []string
+	compactMemory func(ctx context.Context) (sessiontools.MemoryCompaction, error)
+	mcp           []mcp.ServerStatus
 
 	mu      sync.Mutex
 	prompts []string
@@ -73,6 +83,20 @@ func (s *fakeSession) Compact(ctx context.Context) (int, int, error) {
 		return s.compact(ctx)
 	}
 	return 0, 0, nil
+}
+
+func (s *fakeSession) Todos() *sessiontools.TodoList { return &s.todos }
+func (s *fakeSession) Memory() *sessiontools.Memory  { return s.memory }
+func (s *fakeSession) Skills() []sessiontools.Skill  { return s.skills }
+func (s *fakeSession) Plugins() []agent.Plugin       { return s.plugins }
+func (s *fakeSession) PluginErrors() []string        { return s.pluginErr }
+func (s *fakeSession) MCPStatus() []mcp.ServerStatus { return s.mcp }
+func (s *fakeSession) WaitMCP(context.Context) error { return nil }
+func (s *fakeSession) CompactMemory(ctx context.Context) (sessiontools.MemoryCompaction, error) {
+	if s.compactMemory != nil {
+		return s.compactMemory(ctx)
+	}
+	return sessiontools.MemoryCompaction{}, nil
 }
 
 func (s *fakeSession) sent() []string {
@@ -134,7 +158,13 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess := &fakeSession{agent: a, offered: []string{"read_file", "write_file", "edit_file", "glob", "bash", "grep", "current_time"}}
+	plugins, _ := agent.Builtins([]string{"guard", "time"})
+	sess := &fakeSession{
+		agent:   a,
+		offered: []string{"read_file", "write_file", "edit_file", "glob", "bash", "grep", "current_time"},
+		plugins: plugins,
+		skills:  sessiontools.LoadSkills(sessiontools.DefaultSkillSources("", "")),
+	}
 	app.rec.bind(a)
 	rt := &runtime{app: app, sess: sess, ctx: t.Context()}
 	m := newModel(rt, app.opts, newStyles(io.Discard, termenv.Ascii, false))

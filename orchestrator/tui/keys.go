@@ -15,6 +15,8 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	switch {
 	case m.approval != nil:
 		return m.approvalKey(k)
+	case m.ask != nil:
+		return m.askKey(k)
 	case m.form != nil:
 		if k.Type == tea.KeyEsc {
 			f := m.form

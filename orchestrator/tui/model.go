@@ -9,7 +9,9 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/tools/mcp"
 )
 
 // Timing of the live parts.
@@ -51,6 +53,13 @@ type Model struct {
 	approval *approvalPrompt
 	pending  []approvalMsg // approvals waiting behind the one shown
 	form     *formModal    // onboarding or a picker
+	ask      *askPrompt    // a question of the ask tool
+	asks     []askMsg      // questions waiting behind the one shown
+
+	todos     []sessiontools.Todo // the task panel
+	subagents []subagent          // the subagent panel of this turn
+	notes     int                 // memory notes, for the header (-1: memory off)
+	mcp       []mcp.ServerStatus  // the MCP servers, for the header
 
 	printedLines int // transcript lines printed so far
 
@@ -106,6 +115,9 @@ func newModel(rt *runtime, opts Options, st styles) *Model {
 	if rt.sess != nil {
 		m.stats = rt.stats()
 		m.sessionID = rt.app.rec.id()
+		m.todos = rt.sess.Todos().Items()
+		m.countNotes()
+		m.mcp = rt.sess.MCPStatus()
 	}
 	m.history.reset()
 	return m
@@ -115,6 +127,9 @@ func newModel(rt *runtime, opts Options, st styles) *Model {
 // configured, opens onboarding.
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.rt.loadHistory()}
+	if len(m.mcp) > 0 {
+		cmds = append(cmds, m.rt.watchMCP())
+	}
 	if m.box.phase != "host" {
 		cmds = append(cmds, m.rt.startSandbox())
 	}
@@ -191,6 +206,23 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case compactedMsg:
 		m.compacted(msg)
 		return m, nil
+	case askMsg:
+		return m, m.showAsk(msg)
+	case askGoneMsg:
+		return m, m.dropAsk(msg.id)
+	case todosMsg:
+		m.todos = msg.items
+		return m, nil
+	case subagentMsg:
+		m.subagentEvent(msg.ev)
+		return m, nil
+	case mcpMsg:
+		m.mcp = msg.servers
+		m.stats = m.rt.stats()
+		return m, nil
+	case memoryMsg:
+		m.memoryCompacted(msg)
+		return m, nil
 	case modelsMsg, modelSetMsg, sessionsMsg, resumedMsg, savedMsg, clearedMsg:
 		return m, m.commandResult(msg)
 	}
@@ -203,6 +235,8 @@ func (m *Model) forwardToForm(msg tea.Msg) tea.Cmd {
 	switch {
 	case m.approval != nil:
 		return m.approval.update(m, msg)
+	case m.ask != nil:
+		return m.askUpdate(msg)
 	case m.form != nil:
 		return m.form.update(m, msg)
 	}
@@ -309,6 +343,9 @@ func (m *Model) turnEnded(msg turnEndMsg) tea.Cmd {
 	m.turn = turnState{}
 	m.stats = m.rt.stats()
 	m.approval, m.pending = nil, nil
+	m.ask, m.asks = nil, nil
+	m.subagents = nil
+	m.countNotes()
 	return m.drain()
 }
 
@@ -394,4 +431,25 @@ func (m *Model) compacted(msg compactedMsg) {
 		m.printInfo(fmt.Sprintf("compacted %d messages into %d", msg.before, msg.after))
 	}
 	m.stats = m.rt.stats()
+}
+
+// countNotes reads the number of memory notes for the header.
+func (m *Model) countNotes() {
+	m.notes = -1
+	if mem := m.rt.sess.Memory(); mem != nil {
+		m.notes = len(mem.Entries())
+	}
+}
+
+// memoryCompacted reports /memory.
+func (m *Model) memoryCompacted(msg memoryMsg) {
+	switch {
+	case msg.err != nil:
+		m.printError(msg.err.Error())
+	case msg.res.Changed:
+		m.printInfo(fmt.Sprintf("memory compacted: %d entries into %d", msg.res.Before, msg.res.After))
+	default:
+		m.printInfo(fmt.Sprintf("memory left as is (%d entries): %s", msg.res.Before, msg.res.Reason))
+	}
+	m.countNotes()
 }

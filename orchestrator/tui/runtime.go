@@ -13,8 +13,10 @@ import (
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/tools/mcp"
 )
 
 // runtime performs the UI's side effects. Each method returns a tea.Cmd;
@@ -87,7 +89,14 @@ type (
 		id  string
 		err error
 	}
-	clearedMsg struct{ id string }
+	clearedMsg  struct{ id string }
+	todosMsg    struct{ items []sessiontools.Todo }
+	subagentMsg struct{ ev sessiontools.SubagentEvent }
+	mcpMsg      struct{ servers []mcp.ServerStatus }
+	memoryMsg   struct {
+		res sessiontools.MemoryCompaction
+		err error
+	}
 )
 
 // startSandbox opens the sandbox in the background.
@@ -96,6 +105,18 @@ func (rt *runtime) startSandbox() tea.Cmd {
 		rt.jobs.Go(func() {
 			info, err := rt.sess.StartSandbox(rt.ctx)
 			rt.app.post(sandboxMsg{info: info, err: err})
+		})
+		return nil
+	}
+}
+
+// watchMCP reports the MCP servers once they all connected or failed.
+func (rt *runtime) watchMCP() tea.Cmd {
+	return func() tea.Msg {
+		rt.jobs.Go(func() {
+			if rt.sess.WaitMCP(rt.ctx) == nil {
+				rt.app.post(mcpMsg{servers: rt.sess.MCPStatus()})
+			}
 		})
 		return nil
 	}
@@ -116,6 +137,14 @@ func (rt *runtime) startCompact(turn int) tea.Cmd {
 			rt.app.rec.change(rt.sess.Agent().Messages())
 		}
 		rt.app.post(compactedMsg{before: before, after: after, err: err})
+	})
+}
+
+// startMemoryCompact runs /memory as a turn (esc cancels it).
+func (rt *runtime) startMemoryCompact(turn int) tea.Cmd {
+	return rt.job(turn, func(ctx context.Context) {
+		res, err := rt.sess.CompactMemory(ctx)
+		rt.app.post(memoryMsg{res: res, err: err})
 	})
 }
 
@@ -298,6 +327,8 @@ func (rt *runtime) resume(query string) tea.Cmd {
 		}
 		msgs := rec.Messages
 		rt.sess.Agent().Replace(msgs)
+		rt.sess.Todos().Restore(rec.Todos)
+		rt.app.post(todosMsg{items: rt.sess.Todos().Items()})
 		rt.app.rec.switchTo(rec, msgs)
 		return resumedMsg{rec: rec, n: len(msgs)}
 	}
@@ -323,6 +354,7 @@ func (rt *runtime) clear() tea.Cmd {
 		_ = rt.app.rec.flush()
 		old := rt.app.rec.record()
 		rt.sess.Agent().Replace(nil)
+		rt.sess.Todos().Set(nil)
 		rec := store.NewRecord(old.Cwd, old.Provider, old.Model)
 		rt.app.rec.switchTo(rec, nil)
 		return clearedMsg{id: rec.ID}

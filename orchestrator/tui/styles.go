@@ -16,6 +16,7 @@ type styles struct {
 	reasoning, header, status, accent, selected     lipgloss.Style
 	diffAdd, diffDel, diffCtx, diffHead, cmdName    lipgloss.Style
 	approvalBox, infoBox, queue, cursor, warn       lipgloss.Style
+	askBox, subBox, taskDone, taskActive, taskBlock lipgloss.Style
 	profile                                         termenv.Profile
 }
 
@@ -49,6 +50,11 @@ func newStyles(w io.Writer, profile termenv.Profile, detect bool) styles {
 	s.diffHead = r.NewStyle().Bold(true)
 	s.approvalBox = r.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(c("3")).Padding(0, 1)
 	s.infoBox = r.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(c("6")).Padding(0, 1)
+	s.askBox = r.NewStyle().Border(lipgloss.DoubleBorder()).BorderForeground(c("3")).Padding(0, 1)
+	s.subBox = r.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(c("5")).Padding(0, 1)
+	s.taskDone = r.NewStyle().Faint(true).Strikethrough(true)
+	s.taskActive = r.NewStyle().Foreground(c("3")).Bold(true)
+	s.taskBlock = r.NewStyle().Foreground(c("1"))
 	s.queue = r.NewStyle().Faint(true)
 	s.cursor = r.NewStyle().Reverse(true)
 	return s

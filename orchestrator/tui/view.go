@@ -20,12 +20,19 @@ func (m *Model) View() string {
 	if !m.printed {
 		top = append(top, m.headerView())
 	}
+	for _, panel := range []string{m.subagentView(), m.todoView()} {
+		if panel != "" {
+			top = append(top, panel)
+		}
+	}
 	if m.info != nil {
 		bottom = append(bottom, m.infoView())
 	}
 	switch {
 	case m.approval != nil:
 		bottom = append(bottom, m.approvalView())
+	case m.ask != nil:
+		bottom = append(bottom, m.askView())
 	case m.form != nil:
 		bottom = append(bottom, m.formView())
 	default:
@@ -96,11 +103,50 @@ func (m *Model) headerView() string {
 	} else {
 		lines = append(lines, m.st.header.Render("no AGENTS.md found"))
 	}
+	lines = append(lines, m.extrasLines()...)
 	for _, n := range m.opts.Notices {
 		lines = append(lines, m.st.warn.Render(cut("notice: "+n, m.contentWidth())))
 	}
 	lines = append(lines, m.st.header.Render("/help for commands"))
 	return strings.Join(lines, "\n")
+}
+
+// extrasLines describe the skills, plugins and memory in the header.
+func (m *Model) extrasLines() []string {
+	var lines []string
+	w := m.contentWidth()
+	if skills := m.rt.sess.Skills(); len(skills) > 0 {
+		names := make([]string, len(skills))
+		for i, sk := range skills {
+			names[i] = sk.Name
+		}
+		lines = append(lines, m.st.header.Render(cut("skills: "+strings.Join(names, ", "), w)))
+	}
+	if plugins := m.rt.sess.Plugins(); len(plugins) > 0 {
+		names := make([]string, len(plugins))
+		for i, p := range plugins {
+			names[i] = p.Name
+		}
+		lines = append(lines, m.st.header.Render(cut("plugins: "+strings.Join(names, ", "), w)))
+	} else {
+		lines = append(lines, m.st.warn.Render("plugins: none - the guard is off"))
+	}
+	if m.notes > 0 {
+		lines = append(lines, m.st.header.Render(fmt.Sprintf("memory: %d notes about this project", m.notes)))
+	}
+	if len(m.mcp) > 0 {
+		n, connecting := 0, false
+		for _, s := range m.mcp {
+			n += len(s.Tools)
+			connecting = connecting || s.Connecting
+		}
+		line := fmt.Sprintf("mcp: %d tools", n)
+		if connecting {
+			line += " (connecting...)"
+		}
+		lines = append(lines, m.st.header.Render(line))
+	}
+	return lines
 }
 
 // gatedNames are the offered tools that ask before each call.

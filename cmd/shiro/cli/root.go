@@ -205,6 +205,7 @@ container with the workspace mounted at the same path.
 	fl.BoolVar(&opts.NoMemory, "no-memory", false, "no project memory: no remember, recall or forget, no notes in the prompt")
 	fl.BoolVar(&opts.NoSkills, "no-skills", false, "load no skills (no skill tool)")
 	fl.BoolVar(&opts.NoSubagent, "no-subagent", false, "do not offer the task subagent")
+	fl.BoolVar(&opts.NoMCP, "no-mcp", false, "start no MCP servers (neither yours nor the project's)")
 	cmd.AddCommand(
 		NewCmdTool(f, sf, nil),
 		NewCmdTools(f),

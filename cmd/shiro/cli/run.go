@@ -33,6 +33,9 @@ type RunOptions struct {
 	NoSubagent bool
 	Sandbox    *SandboxFlags
 	Model      *ModelFlags
+
+	// NoMCP starts no MCP server.
+	NoMCP bool
 }
 
 func runRoot(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
@@ -88,7 +91,7 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 		rec = store.NewRecord(ws, cfg.Provider, cfg.Model)
 	}
 	if !cfg.Yolo {
-		fmt.Fprintln(f.ErrOut, "shiro: headless without --yolo: write_file, edit_file, multi_edit and bash will be denied.")
+		fmt.Fprintln(f.ErrOut, "shiro: headless without --yolo: write_file, edit_file, multi_edit, bash and MCP tools will be denied.")
 	}
 	saver := store.NewSaver(st, 0, func(err error) { fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err) })
 	printer := newHeadlessPrinter(f.Out, f.ErrOut, opts.JSON)
@@ -144,7 +147,7 @@ func resumeRecord(st *store.Store, ws string, opts *RunOptions) (store.Record, e
 // runs share, from the resolved configuration and the resumed record.
 func (f *Factory) sessionOptions(cfg config.Config, paths config.Paths, ws string, opts *RunOptions, model llm.Model, rec store.Record) orchestrator.SessionOptions {
 	sets, _ := tools.ParseToolSets(cfg.ToolSets, cfg.ToolSetsPresent)
-	return orchestrator.SessionOptions{
+	so := orchestrator.SessionOptions{
 		Workspace:      ws,
 		Model:          model,
 		Sandbox:        f.sandboxConfig(cfg, ws, opts.Sandbox),
@@ -162,4 +165,6 @@ func (f *Factory) sessionOptions(cfg config.Config, paths config.Paths, ws strin
 		NoSkills:       opts.NoSkills,
 		NoSubagent:     opts.NoSubagent,
 	}
+	so.MCPServers, so.ProjectMCPServers, so.NoMCP = cfg.MCPServers, cfg.ProjectMCPServers, opts.NoMCP
+	return so
 }

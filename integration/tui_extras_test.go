@@ -1,0 +1,91 @@
+package integration
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shiroagent/shiro/integration/fakemodel"
+)
+
+func TestTUIAskIsAnsweredWithTheArrowKeys(t *testing.T) {
+	t.Parallel()
+	_, ws := tuiSetup(t)
+	srv := fakemodel.New(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "q1", Name: "ask", Input: `{"question":"Which **database** should I use?","options":[` +
+			`{"label":"PostgreSQL","detail":"What the billing service already runs."},` +
+			`{"label":"SQLite","detail":"No server: one file next to the binary."},` +
+			`{"label":"Keep the JSON files"}]}`}}},
+		fakemodel.Reply{Text: "Going with the choice you made."},
+	)
+	s := startTUI(t, ws, srv)
+	s.keys("add storage", true)
+	scr := s.waitFor("shiro is asking", 20*time.Second)
+	for _, want := range []string{"Which database should I use?", "PostgreSQL", "SQLite", "Keep the JSON files", "type your own answer...", "What the billing service already runs."} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the question lacks %q:\n%s", want, scr)
+		}
+	}
+	s.press("Down")
+	s.waitFor("No server: one file next to the binary.", 5*time.Second)
+	s.press("Down")
+	s.waitGone("No server: one file next to the binary.", 5*time.Second)
+	s.press("Up")
+	s.waitFor("No server: one file next to the binary.", 5*time.Second)
+	s.press("Enter")
+	s.waitFor("Going with the choice you made.", 10*time.Second)
+
+	reqs := modelRequests(srv)
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	p := providers[0]
+	if !slices.Contains(p.tools(reqs[0].JSON()), "ask") {
+		t.Errorf("the interactive request does not offer ask: %v", p.tools(reqs[0].JSON()))
+	}
+	if !p.paired(t, reqs[1].JSON(), "q1", "The user answered: SQLite") {
+		t.Errorf("the model did not get the answer:\n%s", reqs[1].Body)
+	}
+	s.quit()
+}
+
+func TestTUITaskAndSubagentPanels(t *testing.T) {
+	t.Parallel()
+	_, ws := tuiSetup(t)
+	tuiWriteFile(t, ws, "greet.go", "package main\n\n// hello is the greeting.\nconst hello = \"hi\"\n")
+	todos := func(first, second string) string {
+		return `{"todos":[{"content":"find the greeting","status":"` + first + `"},{"content":"report it","status":"` + second + `"}]}`
+	}
+	srv := fakemodel.New(t,
+		// The parent keeps a list, then hands the search to a subagent.
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "t1", Name: "todo_write", Input: todos("in_progress", "pending")}}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "s1", Name: "task", Input: `{"description":"locate the greeting","prompt":"Find where the greeting is defined.","kind":"explore"}`}}},
+		// The subagent's two steps (slow enough to be seen).
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "g1", Name: "grep", Input: `{"pattern":"hello"}`}}},
+		fakemodel.Reply{Delay: 3 * time.Second, Text: "greet.go:3 defines hello."},
+		// The parent finishes the list and answers.
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "t2", Name: "todo_write", Input: todos("done", "done")}}},
+		fakemodel.Reply{Text: "The greeting is in greet.go."},
+	)
+	s := startTUI(t, ws, srv)
+	s.keys("where is the greeting?", true)
+
+	scr := s.waitFor("explore locate the greeting", 20*time.Second)
+	for _, want := range []string{"1 step", "grep(hello)", "tasks ", "0/2", "[~] find the greeting", "[ ] report it"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("while the subagent runs, the screen lacks %q:\n%s", want, scr)
+		}
+	}
+	scr = s.waitFor("The greeting is in greet.go.", 20*time.Second)
+	scr = s.waitGone("explore locate the greeting", 5*time.Second)
+	if !strings.Contains(scr, "2/2") || !strings.Contains(scr, "[x] report it") {
+		t.Errorf("the task panel should stay while the list exists:\n%s", scr)
+	}
+	s.keys("/todos", true)
+	s.waitFor("2/2 done", 5*time.Second)
+	s.press("Escape")
+	s.keys("/clear", true)
+	s.waitGone("[x] report it", 5*time.Second)
+	s.quit()
+}

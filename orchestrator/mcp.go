@@ -1,0 +1,129 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/tools/mcp"
+)
+
+// sessionMCP is a session's MCP servers: the manager connecting them in the
+// background and the notices no one has seen yet.
+type sessionMCP struct {
+	manager *mcp.Manager
+
+	mu      sync.Mutex
+	pending []string // notices for the next Send (without OnNotice)
+}
+
+// startMCP starts connecting the session's MCP servers in the background:
+// the user's on the host, the project's stdio servers in the sandbox (never
+// on the host: with --no-sandbox they fail). Nothing starts with NoMCP or
+// without servers.
+func (s *Session) startMCP(opts SessionOptions) {
+	if opts.NoMCP || len(opts.MCPServers)+len(opts.ProjectMCPServers) == 0 {
+		return
+	}
+	var open func(context.Context) (sandbox.Sandbox, error)
+	if !opts.Sandbox.NoSandbox {
+		open = s.sandbox.Get
+	}
+	m := &sessionMCP{}
+	s.mcp = m
+	m.manager = mcp.Start(mcp.Servers(opts.MCPServers, opts.ProjectMCPServers), mcp.Options{
+		Workspace: s.ws,
+		Sandbox:   open,
+		Version:   opts.Sandbox.Version,
+		OnStatus: func(st mcp.ServerStatus) {
+			notices := mcpNotices(st)
+			if opts.OnNotice != nil {
+				for _, n := range notices {
+					opts.OnNotice(n)
+				}
+				return
+			}
+			m.mu.Lock()
+			m.pending = append(m.pending, notices...)
+			m.mu.Unlock()
+		},
+	})
+}
+
+// mcpNotices are the lines a server's outcome is reported with: its
+// failure, and the tools it has that cannot be offered.
+func mcpNotices(st mcp.ServerStatus) []string {
+	var out []string
+	if n := st.Notice(); n != "" {
+		out = append(out, n)
+	}
+	if len(st.Skipped) > 0 {
+		out = append(out, fmt.Sprintf("mcp %s: tools not offered (name too long or clashing): %s", st.Name, strings.Join(st.Skipped, ", ")))
+	}
+	return out
+}
+
+// mcpTools are the tools of the MCP servers connected so far.
+func (s *Session) mcpTools() []agent.Tool {
+	if s.mcp == nil {
+		return nil
+	}
+	list := s.mcp.manager.Tools()
+	out := make([]agent.Tool, len(list))
+	for i, t := range list {
+		out[i] = toolAdapter{t: t, env: s.env}
+	}
+	return out
+}
+
+// awaitMCP waits, before a turn, for the MCP servers still connecting (at
+// most mcp.DefaultTimeout: a server that takes longer joins a later step),
+// and emits the notices no OnNotice has taken.
+func (s *Session) awaitMCP(ctx context.Context, emit func(agent.Event)) {
+	if s.mcp == nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, mcp.DefaultTimeout)
+	defer cancel()
+	_ = s.mcp.manager.Wait(wctx)
+	s.mcp.mu.Lock()
+	pending := s.mcp.pending
+	s.mcp.pending = nil
+	s.mcp.mu.Unlock()
+	for _, n := range pending {
+		emit(agent.Event{Type: agent.EventNotice, Text: n})
+	}
+}
+
+// MCPStatus describes the session's MCP servers, the user's first, each
+// group by name: where each runs (host or sandbox), its transport, the
+// names of its tools, or why it failed or was ignored. Connecting is set
+// on the servers still starting. It is empty with NoMCP or no servers.
+// ServerStatus.Notice gives the line reporting a failure.
+func (s *Session) MCPStatus() []mcp.ServerStatus {
+	if s.mcp == nil {
+		return nil
+	}
+	return s.mcp.manager.Status()
+}
+
+// WaitMCP waits until every MCP server connected or failed, or ctx ends
+// (a UI refreshes its MCP line then).
+func (s *Session) WaitMCP(ctx context.Context) error {
+	if s.mcp == nil {
+		return nil
+	}
+	return s.mcp.manager.Wait(ctx)
+}
+
+// closeMCP closes the MCP servers (before the sandbox, whose channel the
+// project's servers use).
+func (s *Session) closeMCP() error {
+	if s.mcp == nil {
+		return nil
+	}
+	return s.mcp.manager.Close()
+}
