@@ -12,9 +12,14 @@ type Price struct {
 	Input, Output float64
 }
 
-// prices are matched by the longest prefix of the lower-cased model id.
+// prices are matched by the longest prefix of the lower-cased model id. A
+// model missing here is shown as unpriced rather than guessed.
 var prices = map[string]Price{
-	"claude-opus-4":     {15, 75},
+	"claude-opus-4-0":   {15, 75},
+	"claude-opus-4-1":   {15, 75},
+	"claude-opus-4-2":   {15, 75}, // claude-opus-4-20250514
+	"claude-opus-4-5":   {5, 25},
+	"claude-opus-4-6":   {5, 25},
 	"claude-sonnet-4":   {3, 15},
 	"claude-haiku-4":    {1, 5},
 	"claude-3-5-haiku":  {0.8, 4},

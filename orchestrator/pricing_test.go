@@ -17,6 +17,10 @@ func TestPricing(t *testing.T) {
 		{"gpt-5-mini-2025", 0.25, true}, // the longest prefix wins over gpt-5
 		{"openai/gpt-4o-mini", 0.15, true},
 		{"Claude-Opus-4-1", 15, true},
+		{"claude-opus-4-20250514", 15, true},
+		{"claude-opus-4-5-20251101", 5, true}, // cheaper than the Opus before it
+		{"claude-opus-4-8", 0, false},         // not guessed from an older price
+		{"claude-sonnet-5-5", 0, false},
 		{"llama3", 0, false},
 	}
 	for _, tt := range tests {

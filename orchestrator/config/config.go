@@ -53,7 +53,7 @@ var DefaultPlugins = []string{guardPlugin, "time"}
 // DefaultModel is the model of each provider when none is configured
 // (openai-compatible has none: the server decides what exists).
 var DefaultModel = map[string]string{
-	ProviderAnthropic: "claude-sonnet-4-5",
+	ProviderAnthropic: "claude-sonnet-5-5",
 	ProviderOpenAI:    "gpt-5",
 }
 

@@ -66,7 +66,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	want := Config{
 		Provider:         "anthropic",
-		Model:            "claude-sonnet-4-5",
+		Model:            "claude-sonnet-5-5",
 		BaseURL:          "https://api.anthropic.com/v1",
 		MaxRetries:       3,
 		Plugins:          []string{"guard", "time"},
@@ -722,7 +722,7 @@ func TestLoadProjectFileThatIsNotAFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Model != "claude-sonnet-4-5" {
+			if cfg.Model != "claude-sonnet-5-5" {
 				t.Errorf("model %q came from the file", cfg.Model)
 			}
 			if len(notices) != 1 || notices[0].String() != tt.notice {

@@ -114,7 +114,7 @@ type preset struct {
 }
 
 var presets = []preset{
-	{label: "Anthropic", provider: config.ProviderAnthropic, keyEnv: "ANTHROPIC_API_KEY", model: "claude-sonnet-4-5"},
+	{label: "Anthropic", provider: config.ProviderAnthropic, keyEnv: "ANTHROPIC_API_KEY", model: "claude-sonnet-5-5"},
 	{label: "OpenAI", provider: config.ProviderOpenAI, keyEnv: "OPENAI_API_KEY", model: "gpt-5"},
 	{label: "OpenRouter", provider: config.ProviderOpenAICompatible, baseURL: "https://openrouter.ai/api/v1", model: "anthropic/claude-sonnet-4.5"},
 	{label: "Groq", provider: config.ProviderOpenAICompatible, baseURL: "https://api.groq.com/openai/v1", model: "openai/gpt-oss-120b"},

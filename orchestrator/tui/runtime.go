@@ -228,7 +228,7 @@ func (rt *runtime) saveHistory(h []string) tea.Cmd {
 
 // fallbackModels are offered when the endpoint lists none.
 var fallbackModels = map[string][]string{
-	config.ProviderAnthropic: {"claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"},
+	config.ProviderAnthropic: {"claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5"},
 	config.ProviderOpenAI:    {"gpt-5", "gpt-5-mini", "o4-mini"},
 }
 

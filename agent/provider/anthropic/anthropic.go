@@ -53,7 +53,7 @@ type Config struct {
 	// "https://api.anthropic.com/v1" and "https://api.anthropic.com" both
 	// work. Empty means the official API.
 	BaseURL string
-	// Model is the model id, e.g. "claude-sonnet-4-5".
+	// Model is the model id, e.g. "claude-sonnet-5-5".
 	Model string
 	// MaxRetries is how often a transient failure is retried: 0 means
 	// DefaultMaxRetries, a negative value none.

@@ -153,7 +153,9 @@ func TestTextStreamsInDeltasThenFinishes(t *testing.T) {
 	b := body(t, s, 0)
 	jsonEqual(t, b["system"], `[{"type":"text","text":"be brief"}]`)
 	jsonEqual(t, b["messages"], `[{"role":"user","content":[{"type":"text","text":"hi"}]}]`)
-	jsonEqual(t, b["thinking"], `{"type":"disabled"}`)
+	if _, sent := b["thinking"]; sent {
+		t.Errorf("thinking sent without reasoning: %v", b["thinking"])
+	}
 	if b["model"] != "claude-test" || b["stream"] != true || b["max_tokens"] != float64(DefaultMaxTokens) {
 		t.Errorf("model %v, stream %v, max_tokens %v", b["model"], b["stream"], b["max_tokens"])
 	}
@@ -271,15 +273,18 @@ func TestToolCalls(t *testing.T) {
 		{"type":"tool_result","tool_use_id":"toolu_given","is_error":true,"content":[{"type":"text","text":"bad pattern"}]}]}`)
 }
 
+func user(s string) llm.Message { return llm.Text(llm.RoleUser, s) }
+
+func call(id, input string) llm.Part {
+	return llm.Part{Type: llm.PartToolCall, CallID: id, Name: "bash", Input: json.RawMessage(input)}
+}
+
+func result(id, out string) llm.Message {
+	return llm.Message{Role: llm.RoleTool, Parts: []llm.Part{{Type: llm.PartToolResult, CallID: id, Name: "bash", Output: out}}}
+}
+
 func TestRequestTranslation(t *testing.T) {
 	t.Parallel()
-	user := func(s string) llm.Message { return llm.Text(llm.RoleUser, s) }
-	call := func(id, input string) llm.Part {
-		return llm.Part{Type: llm.PartToolCall, CallID: id, Name: "bash", Input: json.RawMessage(input)}
-	}
-	result := func(id, out string) llm.Message {
-		return llm.Message{Role: llm.RoleTool, Parts: []llm.Part{{Type: llm.PartToolResult, CallID: id, Name: "bash", Output: out}}}
-	}
 	tests := []struct {
 		name  string
 		req   llm.Request
@@ -367,10 +372,12 @@ func TestRequestTranslation(t *testing.T) {
 			},
 		},
 		{
-			name: "off disables thinking and the request's max tokens win",
+			name: "off sends no thinking and the request's max tokens win",
 			req:  llm.Request{Messages: []llm.Message{user("q")}, Reasoning: llm.ReasoningOff, MaxTokens: 1000},
 			check: func(t *testing.T, b map[string]any) {
-				jsonEqual(t, b["thinking"], `{"type":"disabled"}`)
+				if _, sent := b["thinking"]; sent {
+					t.Errorf("thinking %v", b["thinking"])
+				}
 				jsonEqual(t, b["max_tokens"], `1000`)
 			},
 		},
@@ -381,8 +388,11 @@ func TestRequestTranslation(t *testing.T) {
 				{Role: llm.RoleAssistant, Parts: []llm.Part{call("toolu_1", `{}`)}},
 				result("toolu_1", "ok"),
 			}},
-			path: []any{"thinking"},
-			want: `{"type":"disabled"}`,
+			check: func(t *testing.T, b map[string]any) {
+				if _, sent := b["thinking"]; sent {
+					t.Errorf("thinking %v", b["thinking"])
+				}
+			},
 		},
 		{
 			name: "thinking goes on in a tool loop that thought",
@@ -694,5 +704,56 @@ func TestInfo(t *testing.T) {
 	}
 	if got := m.Info(); got != (llm.ModelInfo{Provider: "anthropic", Model: "claude-sonnet-4-5"}) {
 		t.Errorf("info %+v", got)
+	}
+}
+
+func TestAdaptiveThinking(t *testing.T) {
+	t.Parallel()
+	for model, want := range map[string]bool{
+		"claude-sonnet-4-5": false, "claude-sonnet-4-5-20250929": false, "claude-opus-4-1": false,
+		"claude-opus-4-20250514": false, "claude-haiku-4-5": false, "claude-3-7-sonnet-latest": false, "claude-test": false,
+		"claude-sonnet-4-6": true, "claude-opus-4-6": true, "claude-opus-4-7": true, "claude-opus-5": true,
+		"claude-sonnet-5-5": true, "claude-haiku-5-5": true, "claude-fable-5-2": true, "claude-mythos-preview": true,
+		"anthropic.claude-opus-4-6-v1": true, "gpt-5": false,
+	} {
+		if got := adaptiveThinking(model); got != want {
+			t.Errorf("adaptiveThinking(%q) = %v, want %v", model, got, want)
+		}
+	}
+
+	tests := []struct {
+		name, model string
+		req         llm.Request
+		thinking    string // "" = not sent
+		effort      string
+	}{
+		{"an effort instead of a budget", "claude-opus-4-7", llm.Request{Messages: []llm.Message{user("q")}, Reasoning: llm.ReasoningMedium}, `{"type":"adaptive"}`, "medium"},
+		{"max where the family has it", "claude-opus-4-6", llm.Request{Messages: []llm.Message{user("q")}, Reasoning: llm.ReasoningMax}, `{"type":"adaptive"}`, "max"},
+		{"high where it has not", "claude-sonnet-4-6", llm.Request{Messages: []llm.Message{user("q")}, Reasoning: llm.ReasoningMax}, `{"type":"adaptive"}`, "high"},
+		{"off sends nothing", "claude-fable-5-2", llm.Request{Messages: []llm.Message{user("q")}, Reasoning: llm.ReasoningOff}, "", ""},
+		{"a tool loop whose last step did not think goes on thinking", "claude-sonnet-5-5", llm.Request{Reasoning: llm.ReasoningHigh, Messages: []llm.Message{
+			user("q"),
+			{Role: llm.RoleAssistant, Parts: []llm.Part{call("toolu_1", `{}`)}},
+			result("toolu_1", "ok"),
+		}}, `{"type":"adaptive"}`, "high"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := fakemodel.New(t, fakemodel.Reply{Text: "ok"})
+			m := newModel(t, s, func(c *Config) { c.Model = tt.model })
+			if _, err := collect(m.Stream(t.Context(), tt.req)); err != nil {
+				t.Fatal(err)
+			}
+			b := body(t, s, 0)
+			if tt.thinking == "" {
+				if b["thinking"] != nil || b["output_config"] != nil {
+					t.Errorf("thinking %v, output_config %v", b["thinking"], b["output_config"])
+				}
+				return
+			}
+			jsonEqual(t, b["thinking"], tt.thinking)
+			jsonEqual(t, b["output_config"], `{"effort":"`+tt.effort+`"}`)
+		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -18,6 +20,66 @@ var thinkingBudgets = map[llm.Reasoning]int{
 	llm.ReasoningMedium: 8192,
 	llm.ReasoningHigh:   16384,
 	llm.ReasoningMax:    32768,
+}
+
+// adaptiveThinking reports the models that think adaptively, with an
+// effort rather than a budget: Claude 4.6 and later, and the fable and
+// mythos families. Budgets are deprecated on 4.6 and refused after it;
+// older models know only budgets.
+func adaptiveThinking(model string) bool {
+	family, major, minor, ok := claudeVersion(model)
+	switch {
+	case !ok:
+		return false
+	case family == "fable" || family == "mythos":
+		return true
+	}
+	return major > 4 || major == 4 && minor >= 6
+}
+
+// claudeVersion reads "claude-<family>-<major>[-<minor>][-<date>]" (a
+// "vendor/" or "anthropic." prefix is skipped).
+func claudeVersion(model string) (family string, major, minor int, ok bool) {
+	id := strings.ToLower(model)
+	if i := strings.LastIndexAny(id, "/."); i >= 0 && strings.Contains(id[i:], "claude-") {
+		id = id[i+1:]
+	}
+	parts := strings.Split(strings.TrimPrefix(id, "claude-"), "-")
+	if !strings.HasPrefix(id, "claude-") || len(parts) < 2 {
+		return "", 0, 0, false
+	}
+	family = parts[0]
+	if family == "fable" || family == "mythos" {
+		return family, 0, 0, true
+	}
+	if family != "opus" && family != "sonnet" && family != "haiku" {
+		return "", 0, 0, false // claude-3-7-sonnet and the like
+	}
+	major, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return "", 0, 0, false
+	}
+	if len(parts) > 2 && len(parts[2]) <= 2 { // not a date
+		minor, _ = strconv.Atoi(parts[2])
+	}
+	return family, major, minor, true
+}
+
+// effort is the adaptive effort of a reasoning level: max only where the
+// family offers it (opus, fable, mythos), high elsewhere.
+func effort(model string, r llm.Reasoning) sdk.OutputConfigEffort {
+	switch r {
+	case llm.ReasoningLow:
+		return sdk.OutputConfigEffortLow
+	case llm.ReasoningMedium:
+		return sdk.OutputConfigEffortMedium
+	case llm.ReasoningHigh:
+		return sdk.OutputConfigEffortHigh
+	}
+	if family, _, _, _ := claudeVersion(model); family == "sonnet" || family == "haiku" {
+		return sdk.OutputConfigEffortHigh
+	}
+	return sdk.OutputConfigEffortMax
 }
 
 // answerTokens is the room left for the answer above a thinking budget when
@@ -44,21 +106,24 @@ func (m *Model) params(req llm.Request) (sdk.MessageNewParams, error) {
 	if maxTokens <= 0 {
 		maxTokens = m.maxTokens
 	}
-	switch req.Reasoning {
-	case "", llm.ReasoningOff:
-		p.Thinking = sdk.ThinkingConfigParamUnion{OfDisabled: &sdk.ThinkingConfigDisabledParam{}}
+	switch {
+	case req.Reasoning == "" || req.Reasoning == llm.ReasoningOff:
+		// No thinking field at all: no thinking. ("disabled" is refused by
+		// the models that only think adaptively.)
+	case thinkingBudgets[req.Reasoning] == 0:
+		return p, fmt.Errorf("unknown reasoning level %q", req.Reasoning)
+	case adaptiveThinking(m.model):
+		// The model decides how much to think; the effort steers it. A
+		// step that did not think is fine in a tool loop.
+		p.Thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
+		p.OutputConfig = sdk.OutputConfigParam{Effort: effort(m.model, req.Reasoning)}
+		maxTokens = max(maxTokens, thinkingBudgets[req.Reasoning]+answerTokens)
+	case !canThink(p.Messages):
+		// Thinking was switched on in the middle of a tool loop, or the
+		// loop's reasoning came from another provider: the API would
+		// reject a budget now, so this step goes without.
 	default:
-		budget, ok := thinkingBudgets[req.Reasoning]
-		if !ok {
-			return p, fmt.Errorf("unknown reasoning level %q", req.Reasoning)
-		}
-		if !canThink(p.Messages) {
-			// Thinking was switched on in the middle of a tool loop, or the
-			// loop's reasoning came from another provider: the API would
-			// reject the request, so this step goes without.
-			p.Thinking = sdk.ThinkingConfigParamUnion{OfDisabled: &sdk.ThinkingConfigDisabledParam{}}
-			break
-		}
+		budget := thinkingBudgets[req.Reasoning]
 		p.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(budget))
 		maxTokens = max(maxTokens, budget+answerTokens)
 	}
