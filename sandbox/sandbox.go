@@ -20,6 +20,14 @@ import (
 // forks).
 const MarkerEnv = "SHIRO_CMD"
 
+// Default limits of a sandbox container (config shows them and refuses a
+// project raising them; sandbox/docker applies them).
+const (
+	DefaultPids   = 1024
+	DefaultMemory = 4 << 30 // bytes
+	DefaultCPUs   = 2.0
+)
+
 // Command is one process to run in the sandbox.
 type Command struct {
 	// Args is the argv to execute. When empty, Shell is run through the

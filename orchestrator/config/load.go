@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // LoadOptions are the sources Load reads.
@@ -592,10 +595,55 @@ func (m *merger) project(p *layer, laterProvider, laterNetwork bool) {
 		m.note(f, "sandbox.network", `"sandbox.network" "bridge" is ignored: your configuration turns the sandbox network off`)
 		p.Network = nil
 	}
+	m.limits(p, f)
 	m.toolSets(p, f)
 	m.overlay(p)
 	m.imageFromProject = p.Image != nil
 	m.projectMCP = p.MCPServers // they run in the sandbox, apart from the user's
+}
+
+// limits lets a project lower the sandbox's limits, never raise them above
+// the user's (or the defaults): a repository must not grant itself more of
+// the machine.
+func (m *merger) limits(p *layer, file string) {
+	raised := func(key, value, current string) {
+		m.note(file, key, fmt.Sprintf(`%q %s is ignored: a project can lower the sandbox's limits, not raise them (yours is %s)`, key, value, current))
+	}
+	if p.Memory != nil {
+		current := strconv.FormatInt(sandbox.DefaultMemory>>30, 10) + "g"
+		limit := int64(sandbox.DefaultMemory)
+		if m.l.Memory != nil {
+			current = *m.l.Memory
+			limit, _ = checkMemory("", *m.l.Memory) // checked when read
+		}
+		if n, _ := checkMemory("", *p.Memory); n > limit {
+			raised("sandbox.memory", strconv.Quote(*p.Memory), current)
+			p.Memory = nil
+		}
+	}
+	if p.CPUs != nil {
+		limit := cmp.Or(ptrValue(m.l.CPUs), sandbox.DefaultCPUs)
+		if *p.CPUs > limit {
+			raised("sandbox.cpus", strconv.FormatFloat(*p.CPUs, 'f', -1, 64), strconv.FormatFloat(limit, 'f', -1, 64))
+			p.CPUs = nil
+		}
+	}
+	if p.Pids != nil {
+		limit := cmp.Or(ptrValue(m.l.Pids), sandbox.DefaultPids)
+		if *p.Pids > limit {
+			raised("sandbox.pids", strconv.FormatInt(*p.Pids, 10), strconv.FormatInt(limit, 10))
+			p.Pids = nil
+		}
+	}
+}
+
+// ptrValue is *p, or the zero value for nil.
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // toolSets drops the names the tools package does not know.

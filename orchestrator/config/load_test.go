@@ -192,11 +192,11 @@ func TestLoadPrecedence(t *testing.T) {
 			name: "sandbox settings from every layer",
 			fx: fixture{
 				user:    `{"sandbox": {"image": "u:1", "memory": "2g", "cpus": 1.5, "pids": 100}}`,
-				project: `{"sandbox": {"image": "p:1", "pids": 200}}`,
+				project: `{"sandbox": {"image": "p:1", "pids": 50}}`,
 				flags:   Overrides{CPUs: ptr(4.0), Memory: ptr("512m")},
 			},
 			get:  func(c Config) any { return c.Sandbox },
-			want: Sandbox{Image: "p:1", ImageFromProject: true, Network: "bridge", Memory: 512 << 20, CPUs: 4, Pids: 200},
+			want: Sandbox{Image: "p:1", ImageFromProject: true, Network: "bridge", Memory: 512 << 20, CPUs: 4, Pids: 50},
 		},
 		{
 			name: "env entries accumulate; a later source overrides a name",
@@ -359,6 +359,34 @@ func TestLoadProjectRefusals(t *testing.T) {
 			get:    func(c Config) any { return c.Sandbox.Network },
 			want:   "none",
 			notice: `.shiro/config.json: "sandbox.network" "bridge" is ignored: your configuration turns the sandbox network off`,
+		},
+		{
+			name:   "more memory than the default",
+			fx:     fixture{project: `{"sandbox": {"memory": "64g"}}`},
+			get:    func(c Config) any { return c.Sandbox.Memory },
+			want:   int64(0), // the sandbox's default
+			notice: `.shiro/config.json: "sandbox.memory" "64g" is ignored: a project can lower the sandbox's limits, not raise them (yours is 4g)`,
+		},
+		{
+			name:   "more memory than the user's",
+			fx:     fixture{user: `{"sandbox": {"memory": "1g"}}`, project: `{"sandbox": {"memory": "2048m", "pids": 512}}`},
+			get:    func(c Config) any { return [2]int64{c.Sandbox.Memory, c.Sandbox.Pids} },
+			want:   [2]int64{1 << 30, 512}, // lowering pids is fine
+			notice: `.shiro/config.json: "sandbox.memory" "2048m" is ignored: a project can lower the sandbox's limits, not raise them (yours is 1g)`,
+		},
+		{
+			name:   "more CPUs",
+			fx:     fixture{project: `{"sandbox": {"cpus": 16, "memory": "1g"}}`},
+			get:    func(c Config) any { return [2]any{c.Sandbox.CPUs, c.Sandbox.Memory} },
+			want:   [2]any{0.0, int64(1 << 30)},
+			notice: `.shiro/config.json: "sandbox.cpus" 16 is ignored: a project can lower the sandbox's limits, not raise them (yours is 2)`,
+		},
+		{
+			name:   "more processes than the user's",
+			fx:     fixture{user: `{"sandbox": {"pids": 100}}`, project: `{"sandbox": {"pids": 100000}}`},
+			get:    func(c Config) any { return c.Sandbox.Pids },
+			want:   int64(100),
+			notice: `.shiro/config.json: "sandbox.pids" 100000 is ignored: a project can lower the sandbox's limits, not raise them (yours is 100)`,
 		},
 	}
 	for _, tt := range tests {

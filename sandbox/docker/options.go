@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // Labels put on everything shiro creates.
@@ -29,9 +31,9 @@ const (
 
 // Defaults for the container's limits.
 const (
-	DefaultPids        = 1024
-	DefaultMemory      = 4 << 30 // bytes
-	DefaultCPUs        = 2.0
+	DefaultPids        = sandbox.DefaultPids
+	DefaultMemory      = sandbox.DefaultMemory
+	DefaultCPUs        = sandbox.DefaultCPUs
 	DefaultIdleTimeout = 30 * time.Minute
 	DefaultNetwork     = "bridge"
 )
