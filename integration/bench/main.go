@@ -23,6 +23,7 @@ func main() {
 		{"tools", toolsBench},
 		{"tui", tuiBench},
 		{"loop", loopBench},
+		{"mcp", mcpBench},
 	} {
 		if err := b.run(ctx, r); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", b.name, err)
