@@ -1,12 +1,15 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shiroagent/shiro/integration/fakemodel"
+	"github.com/shiroagent/shiro/integration/testenv"
 )
 
 func TestTUIAskIsAnsweredWithTheArrowKeys(t *testing.T) {
@@ -87,5 +90,55 @@ func TestTUITaskAndSubagentPanels(t *testing.T) {
 	s.press("Escape")
 	s.keys("/clear", true)
 	s.waitGone("[x] report it", 5*time.Second)
+	s.quit()
+}
+
+func TestTUIOnboardingPicksAModelTheEndpointLists(t *testing.T) {
+	t.Parallel()
+	requireTmux(t)
+	ws := t.TempDir()
+	home := t.TempDir()
+	srv := fakemodel.New(t, fakemodel.Reply{Text: "Hello from the small model."})
+	env := []string{"SHIRO_HOME=" + home, "ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "SHIRO_API_KEY=", "SHIRO_MODEL=", "SHIRO_PROVIDER=", "SHIRO_BASE_URL=", "TERM=xterm-256color"}
+	s := newTmux(t, ws, tuiWidth, tuiHeight, env, testenv.Binary(t), "--no-sandbox")
+	s.run("set-option", "-t", s.name, "remain-on-exit", "on")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screen at the end:\n%s", s.screen())
+		}
+	})
+	s.waitFor("Which provider?", 20*time.Second)
+	s.press("End") // the last preset: a custom Anthropic-compatible endpoint
+	s.waitFor("> Custom Anthropic-compatible endpoint", 5*time.Second)
+	s.press("Enter")
+	s.waitFor("Endpoint URL", 5*time.Second)
+	s.keys(srv.URL+"/v1", true)
+	s.waitFor("API key", 5*time.Second)
+	s.keys("test-key", true)
+	scr := s.waitFor("Which model?", 10*time.Second)
+	for _, want := range []string{"fake-large", "fake-small", "type a model id myself..."} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the model picker lacks %q:\n%s", want, scr)
+		}
+	}
+	s.press("Down")
+	s.press("Enter")
+	s.waitFor("model: anthropic/fake-small", 10*time.Second)
+
+	cfg, err := os.ReadFile(filepath.Join(home, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"model": "fake-small"`, `"baseURL": "` + srv.URL + `/v1"`, `"apiKey": "test-key"`} {
+		if !strings.Contains(string(cfg), want) {
+			t.Errorf("config.json lacks %s:\n%s", want, cfg)
+		}
+	}
+	s.keys("hi", true)
+	s.waitFor("Hello from the small model.", 10*time.Second)
+	reqs := modelRequests(srv)
+	if len(reqs) != 1 || reqs[0].JSON()["model"] != "fake-small" {
+		t.Errorf("the prompt did not reach fake-small: %d requests", len(reqs))
+	}
 	s.quit()
 }

@@ -307,6 +307,9 @@ func MemoryTools(m *Memory) []agent.Tool {
 	}
 }
 
+// CrowdedMemory is the number of notes from which /memory is suggested.
+const CrowdedMemory = 60
+
 // MinCompactable is how many never-recalled notes /memory needs before it
 // asks the model to merge them.
 const MinCompactable = 2

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
@@ -207,6 +208,10 @@ func TestExtrasCommands(t *testing.T) {
 		}
 		return f.m.info.title + "\n" + f.m.info.body
 	}
+	f.m.countNotes()
+	if v := f.view(); !strings.Contains(v, "memory: 2 notes about this project\n") {
+		t.Errorf("the header lacks the memory line:\n%s", v)
+	}
 	if got := command("/notes"); !strings.Contains(got, "memory: 2 notes about this project") ||
 		!strings.Contains(got, "(fact) the API is v2 [recalled 1x]\n(fact) tests need docker") {
 		t.Errorf("/notes:\n%s", got)
@@ -245,5 +250,33 @@ func TestExtrasCommands(t *testing.T) {
 	l.key(key(enter))
 	l.until("the failure", func(m *Model) bool {
 		return !m.busy && strings.Contains(f.printed(), "error: no model available to summarize memory")
+	})
+}
+
+func TestOnboardingModelStep(t *testing.T) {
+	t.Parallel()
+	o := onboarding{cfg: config.Config{Provider: config.ProviderAnthropic, Model: "claude-sonnet-5-5", APIKey: "k"}, label: "Anthropic"}
+	t.Run("nothing listed: a text field with the preset's model as the default", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 100, func(o *Options) { o.Configured = false })
+		f.send(onboardModelsMsg{o: o, warning: "https://x/v1 returned 500."})
+		if f.m.form == nil || !strings.Contains(f.view(), "Model id") || !strings.Contains(f.printed(), "could not list models: https://x/v1 returned 500.") {
+			t.Fatalf("view:\n%s\nprinted:\n%s", f.view(), f.printed())
+		}
+	})
+	t.Run("type a model id myself", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 100, func(o *Options) { o.Configured = false })
+		l := f.loop()
+		l.deliver(onboardModelsMsg{o: o, ids: []string{"claude-haiku-5-5", "claude-sonnet-5-5"}})
+		if v := f.view(); !strings.Contains(v, "> claude-sonnet-5-5") || !strings.Contains(v, "type a model id myself...") {
+			t.Fatalf("the preset's model should be preselected:\n%s", v)
+		}
+		l.key(key(down))
+		l.key(key(enter))
+		l.until("the text field", func(m *Model) bool { return m.form != nil && strings.Contains(f.view(), "Model id") })
+		l.typeText("claude-custom")
+		l.key(key(enter))
+		l.until("the provider to be saved", func(m *Model) bool { return strings.Contains(f.printed(), "provider: Anthropic (claude-custom)") })
 	})
 }

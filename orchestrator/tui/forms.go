@@ -1,9 +1,11 @@
 package tui
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -111,11 +113,12 @@ type preset struct {
 	keyless  bool
 	keyEnv   string
 	model    string
+	fallback []string // offered when the endpoint lists no models
 }
 
 var presets = []preset{
-	{label: "Anthropic", provider: config.ProviderAnthropic, keyEnv: "ANTHROPIC_API_KEY", model: "claude-sonnet-5-5"},
-	{label: "OpenAI", provider: config.ProviderOpenAI, keyEnv: "OPENAI_API_KEY", model: "gpt-5"},
+	{label: "Anthropic", provider: config.ProviderAnthropic, keyEnv: "ANTHROPIC_API_KEY", model: "claude-sonnet-5-5", fallback: fallbackModels[config.ProviderAnthropic]},
+	{label: "OpenAI", provider: config.ProviderOpenAI, keyEnv: "OPENAI_API_KEY", model: "gpt-5", fallback: fallbackModels[config.ProviderOpenAI]},
 	{label: "OpenRouter", provider: config.ProviderOpenAICompatible, baseURL: "https://openrouter.ai/api/v1", model: "anthropic/claude-sonnet-4.5"},
 	{label: "Groq", provider: config.ProviderOpenAICompatible, baseURL: "https://api.groq.com/openai/v1", model: "openai/gpt-oss-120b"},
 	{label: "DeepSeek", provider: config.ProviderOpenAICompatible, baseURL: "https://api.deepseek.com/v1", model: "deepseek-chat"},
@@ -130,8 +133,8 @@ var presets = []preset{
 // only), key, model. The answers go to the user's config file.
 func (m *Model) openOnboarding() tea.Cmd {
 	var (
-		choice           = 0
-		baseURL, key, id string
+		choice       = 0
+		baseURL, key string
 	)
 	current := -1
 	for i, p := range presets {
@@ -185,13 +188,6 @@ func (m *Model) openOnboarding() tea.Cmd {
 				}
 				return nil
 			})),
-		huh.NewGroup(huh.NewInput().Title("Model id").PlaceholderFunc(func() string { return p().model }, &choice).Value(&id).
-			Validate(func(s string) error {
-				if strings.TrimSpace(s) == "" && p().model == "" {
-					return errors.New("a model id is needed")
-				}
-				return nil
-			})),
 	)
 	return m.openForm(&formModal{
 		title: "Set up a provider",
@@ -207,25 +203,97 @@ func (m *Model) openOnboarding() tea.Cmd {
 			if cfg.BaseURL == "" {
 				cfg.BaseURL = config.DefaultBaseURL[pr.provider]
 			}
-			cfg.Model = strings.TrimSpace(id)
-			if cfg.Model == "" {
-				cfg.Model = pr.model
-			}
+			cfg.Model = pr.model
 			cfg.APIKey = strings.TrimSpace(key)
 			fromEnv := false
 			if cfg.APIKey == "" {
 				cfg.APIKey, fromEnv = envKey(), envKey() != ""
 			}
-			m.printInfo(fmt.Sprintf("provider: %s (%s), key %s", pr.label, cfg.Model, maskKey(cfg.APIKey)))
-			return m.rt.saveProvider(cfg, fromEnv)
+			m.printInfo(fmt.Sprintf("provider: %s, key %s - listing models...", pr.label, maskKey(cfg.APIKey)))
+			return m.rt.onboardModels(onboarding{cfg: cfg, fromEnv: fromEnv, label: pr.label, fallback: pr.fallback})
 		},
-		cancel: func(m *Model) tea.Cmd {
-			if !m.configured {
-				m.printInfo(errNoProvider)
+		cancel: onboardingCancelled,
+	})
+}
+
+// onboarding is the wizard's state between the provider and the model.
+type onboarding struct {
+	cfg      config.Config
+	fromEnv  bool // the key comes from the preset's environment variable
+	label    string
+	fallback []string // the preset's models when the endpoint lists none
+}
+
+// typeOwnModel is the model picker's entry for typing an id.
+const typeOwnModel = "\x00type"
+
+// pickOnboardingModel is the wizard's last step: the endpoint's models (or
+// the preset's) and "type a model id myself...", or a text field when
+// there is nothing to pick from.
+func (m *Model) pickOnboardingModel(msg onboardModelsMsg) tea.Cmd {
+	o := msg.o
+	if msg.warning != "" {
+		m.printLine(m.st.warn.Render("could not list models: " + msg.warning))
+	}
+	if len(msg.ids) == 0 {
+		return m.typeOnboardingModel(o)
+	}
+	choice := o.cfg.Model
+	if !slices.Contains(msg.ids, choice) {
+		choice = msg.ids[0]
+	}
+	opts := make([]huh.Option[string], 0, len(msg.ids)+1)
+	for _, id := range msg.ids {
+		opts = append(opts, huh.NewOption(id, id))
+	}
+	opts = append(opts, huh.NewOption("type a model id myself...", typeOwnModel))
+	h := min(len(opts), 10) + 1
+	sel := huh.NewSelect[string]().Title("Which model?").Options(opts...).Value(&choice).Height(h)
+	return m.openForm(&formModal{
+		title: "Set up " + o.label,
+		form:  huh.NewForm(huh.NewGroup(sel)).WithHeight(h + 1),
+		done: func(m *Model) tea.Cmd {
+			if choice == typeOwnModel {
+				return m.typeOnboardingModel(o)
+			}
+			return m.finishOnboarding(o, choice)
+		},
+		cancel: onboardingCancelled,
+	})
+}
+
+// typeOnboardingModel asks for the model id as text.
+func (m *Model) typeOnboardingModel(o onboarding) tea.Cmd {
+	id := ""
+	in := huh.NewInput().Title("Model id").Placeholder(o.cfg.Model).Value(&id).
+		Validate(func(s string) error {
+			if strings.TrimSpace(s) == "" && o.cfg.Model == "" {
+				return errors.New("a model id is needed")
 			}
 			return nil
+		})
+	return m.openForm(&formModal{
+		title: "Set up " + o.label,
+		form:  huh.NewForm(huh.NewGroup(in)),
+		done: func(m *Model) tea.Cmd {
+			return m.finishOnboarding(o, cmp.Or(strings.TrimSpace(id), o.cfg.Model))
 		},
+		cancel: onboardingCancelled,
 	})
+}
+
+// finishOnboarding saves the answers and switches to the model.
+func (m *Model) finishOnboarding(o onboarding, model string) tea.Cmd {
+	o.cfg.Model = model
+	m.printInfo(fmt.Sprintf("provider: %s (%s)", o.label, model))
+	return m.rt.saveProvider(o.cfg, o.fromEnv)
+}
+
+func onboardingCancelled(m *Model) tea.Cmd {
+	if !m.configured {
+		m.printInfo(errNoProvider)
+	}
+	return nil
 }
 
 // maskKey shows a key as abcd...wxyz.

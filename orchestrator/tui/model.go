@@ -216,6 +216,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case subagentMsg:
 		m.subagentEvent(msg.ev)
 		return m, nil
+	case onboardModelsMsg:
+		return m, m.pickOnboardingModel(msg)
 	case mcpMsg:
 		m.mcp = msg.servers
 		m.stats = m.rt.stats()

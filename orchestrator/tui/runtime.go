@@ -89,11 +89,16 @@ type (
 		id  string
 		err error
 	}
-	clearedMsg  struct{ id string }
-	todosMsg    struct{ items []sessiontools.Todo }
-	subagentMsg struct{ ev sessiontools.SubagentEvent }
-	mcpMsg      struct{ servers []mcp.ServerStatus }
-	memoryMsg   struct {
+	clearedMsg       struct{ id string }
+	todosMsg         struct{ items []sessiontools.Todo }
+	subagentMsg      struct{ ev sessiontools.SubagentEvent }
+	mcpMsg           struct{ servers []mcp.ServerStatus }
+	onboardModelsMsg struct {
+		o       onboarding
+		ids     []string
+		warning string
+	}
+	memoryMsg struct {
 		res sessiontools.MemoryCompaction
 		err error
 	}
@@ -232,20 +237,35 @@ var fallbackModels = map[string][]string{
 	config.ProviderOpenAI:    {"gpt-5", "gpt-5-mini", "o4-mini"},
 }
 
-// listModels asks the endpoint for its models (15 s at most).
+// listModels asks the endpoint for its models (for /models).
 func (rt *runtime) listModels(cfg config.Config) tea.Cmd {
 	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(rt.ctx, 15*time.Second)
-		defer cancel()
-		ids, err := orchestrator.ListModels(ctx, cfg)
-		switch {
-		case err != nil:
-			return modelsMsg{ids: fallbackModels[cfg.Provider], warning: err.Error()}
-		case len(ids) == 0:
-			return modelsMsg{ids: fallbackModels[cfg.Provider], warning: cfg.BaseURL + " listed no models."}
-		}
-		return modelsMsg{ids: ids}
+		ids, warning := rt.fetchModels(cfg, fallbackModels[cfg.Provider])
+		return modelsMsg{ids: ids, warning: warning}
 	}
+}
+
+// onboardModels lists the models for the wizard's last step.
+func (rt *runtime) onboardModels(o onboarding) tea.Cmd {
+	return func() tea.Msg {
+		ids, warning := rt.fetchModels(o.cfg, o.fallback)
+		return onboardModelsMsg{o: o, ids: ids, warning: warning}
+	}
+}
+
+// fetchModels asks the endpoint for its models (15 s at most); when it
+// lists none, fallback is offered with a warning saying why.
+func (rt *runtime) fetchModels(cfg config.Config, fallback []string) (ids []string, warning string) {
+	ctx, cancel := context.WithTimeout(rt.ctx, 15*time.Second)
+	defer cancel()
+	ids, err := orchestrator.ListModels(ctx, cfg)
+	switch {
+	case err != nil:
+		return fallback, err.Error()
+	case len(ids) == 0:
+		return fallback, cfg.BaseURL + " listed no models."
+	}
+	return ids, ""
 }
 
 // setModel builds the model cfg names and gives it to the agent.

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/tools"
 )
 
@@ -132,7 +133,11 @@ func (m *Model) extrasLines() []string {
 		lines = append(lines, m.st.warn.Render("plugins: none - the guard is off"))
 	}
 	if m.notes > 0 {
-		lines = append(lines, m.st.header.Render(fmt.Sprintf("memory: %d notes about this project", m.notes)))
+		line := fmt.Sprintf("memory: %d notes about this project", m.notes)
+		if m.notes >= sessiontools.CrowdedMemory {
+			line += " - /memory merges them"
+		}
+		lines = append(lines, m.st.header.Render(line))
 	}
 	if len(m.mcp) > 0 {
 		n, connecting := 0, false
