@@ -142,3 +142,32 @@ func TestTUIOnboardingPicksAModelTheEndpointLists(t *testing.T) {
 	}
 	s.quit()
 }
+
+func TestTUIContinueShowsTheEarlierConversation(t *testing.T) {
+	t.Parallel()
+	requireTmux(t)
+	ws := t.TempDir()
+	srv := fakemodel.New(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "r1", Name: "read_file", Input: `{"path":"missing.txt"}`}}},
+		fakemodel.Reply{Text: "There is no **missing.txt** here."},
+		fakemodel.Reply{Text: "Still none."},
+	)
+	env := headlessEnv(t, providers[0], srv.URL)
+	if res := shiro(t, ws, env, "-p", "--no-sandbox", "what is in missing.txt?"); res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	s := newTmux(t, ws, tuiWidth, tuiHeight, append(env, "TERM=xterm-256color"), testenv.Binary(t), "-c", "--no-sandbox")
+	s.run("set-option", "-t", s.name, "remain-on-exit", "on")
+	scr := s.waitFor("There is no missing.txt here.", 20*time.Second)
+	for _, want := range []string{"> what is in missing.txt?", "x read_file(missing.txt)"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the resumed screen lacks %q:\n%s", want, scr)
+		}
+	}
+	s.keys("and now?", true)
+	s.waitFor("Still none.", 10*time.Second)
+	if got := len(userTexts(modelRequests(srv)[2])); got != 2 {
+		t.Errorf("the continued request carries %d user texts, want 2", got)
+	}
+	s.quit()
+}

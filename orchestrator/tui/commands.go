@@ -386,6 +386,7 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 		}
 		m.sessionID = msg.rec.ID
 		m.stats = m.rt.stats()
+		m.replay(m.rt.sess.Agent().Messages())
 		m.printInfo(fmt.Sprintf("resumed %s: %d messages - %s", msg.rec.ID[:8], msg.n, msg.rec.Title))
 	case savedMsg:
 		switch {

@@ -2,12 +2,16 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/tools/mcp"
@@ -279,4 +283,33 @@ func TestOnboardingModelStep(t *testing.T) {
 		l.key(key(enter))
 		l.until("the provider to be saved", func(m *Model) bool { return strings.Contains(f.printed(), "provider: Anthropic (claude-custom)") })
 	})
+}
+
+func TestReplayShowsTheResumedConversation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	msgs := []llm.Message{llm.Text(llm.RoleUser, orchestrator.CompactPrefix+"earlier work")}
+	for i := range 25 {
+		msgs = append(msgs,
+			llm.Text(llm.RoleUser, fmt.Sprintf("question %d", i)),
+			llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{
+				{Type: llm.PartText, Text: fmt.Sprintf("answer **%d**", i)},
+				{Type: llm.PartToolCall, CallID: fmt.Sprintf("c%d", i), Name: "bash", Input: json.RawMessage(`{"command":"make test"}`)},
+			}},
+			llm.Message{Role: llm.RoleTool, Parts: []llm.Part{{Type: llm.PartToolResult, CallID: fmt.Sprintf("c%d", i), Name: "bash", Output: "boom", IsError: i == 24}}},
+		)
+	}
+	f.m.replay(msgs)
+	got := f.printed()
+	for _, want := range []string{"... 36 earlier messages", "> question 24", "answer 24", "* bash(make test)", "x bash(make test)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the replay lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "question 11\n") || strings.Contains(got, "earlier work") {
+		t.Errorf("the replay shows more than the newest %d messages:\n%s", replayLimit, got)
+	}
+	if strings.Index(got, "> question 23") > strings.Index(got, "> question 24") {
+		t.Errorf("out of order:\n%s", got)
+	}
 }

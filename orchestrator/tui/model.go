@@ -37,6 +37,7 @@ type Model struct {
 	stats         stats
 	sessionID     string
 	resumed       int
+	replayPending bool // the resumed conversation is printed once the width is known
 
 	box     sandboxBox
 	printed bool // something is in the transcript (the header is gone)
@@ -98,16 +99,17 @@ type infoPanel struct {
 
 func newModel(rt *runtime, opts Options, st styles) *Model {
 	m := &Model{
-		rt:         rt,
-		opts:       opts,
-		st:         st,
-		md:         markdown{profile: st.profile},
-		out:        rt.app.out,
-		cfg:        opts.Config,
-		configured: opts.Configured,
-		sessionID:  opts.Record.ID,
-		resumed:    len(opts.Record.Messages),
-		box:        sandboxBox{image: opts.SandboxImage, phase: "starting"},
+		rt:            rt,
+		opts:          opts,
+		st:            st,
+		md:            markdown{profile: st.profile},
+		out:           rt.app.out,
+		cfg:           opts.Config,
+		configured:    opts.Configured,
+		sessionID:     opts.Record.ID,
+		resumed:       len(opts.Record.Messages),
+		replayPending: len(opts.Record.Messages) > 0,
+		box:           sandboxBox{image: opts.SandboxImage, phase: "starting"},
 	}
 	if opts.Config.Sandbox.NoSandbox {
 		m.box.phase = "host"
@@ -146,6 +148,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		if m.replayPending && m.rt.sess != nil {
+			m.replayPending = false
+			m.replay(m.rt.sess.Agent().Messages())
+		}
 		if strings.TrimSpace(m.turn.raw) != "" {
 			m.turn.rendered = m.md.render(m.turn.raw, m.contentWidth())
 		}
