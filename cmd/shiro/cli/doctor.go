@@ -24,6 +24,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
+	"github.com/shiroagent/shiro/tools/mcp"
 )
 
 // DoctorOptions are the inputs of `shiro doctor`.
@@ -32,13 +33,15 @@ type DoctorOptions struct {
 	// HTTPClient asks the provider's endpoint; nil means one with a short
 	// timeout.
 	HTTPClient *http.Client
+	// NoMCP skips starting the MCP servers.
+	NoMCP bool
 }
 
 // NewCmdDoctor builds `shiro doctor`: one line per check, ✓ or ✗ with the
 // fix, exit 1 when something shiro needs is missing.
 func NewCmdDoctor(f *Factory, sf *SandboxFlags, runF func(*DoctorOptions) error) *cobra.Command {
 	opts := &DoctorOptions{Sandbox: sf}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the Docker engine, the sandbox image, the workspace mount and the provider",
 		Long: `Check what shiro needs, one line each, ✓ or ✗ with the fix:
@@ -51,6 +54,8 @@ func NewCmdDoctor(f *Factory, sf *SandboxFlags, runF func(*DoctorOptions) error)
               .git/config are read-only in it
   sandbox     network and limits
   provider    an API key is set; the endpoint answers GET /models
+  mcp         each configured MCP server starts (the project's in the
+              sandbox) and lists its tools (--no-mcp skips this)
 
 Exit status 1 when a check fails. The flags of the sandbox (--image,
 --network, ...) and the configuration apply as for a session.`,
@@ -62,6 +67,8 @@ Exit status 1 when a check fails. The flags of the sandbox (--image,
 			return runDoctor(cmd.Context(), f, opts)
 		},
 	}
+	cmd.Flags().BoolVar(&opts.NoMCP, "no-mcp", false, "do not start the MCP servers")
+	return cmd
 }
 
 // doctor prints the checks as they finish and remembers whether one failed.
@@ -105,10 +112,49 @@ func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
 	d.checkProvider(ctx, cfg, client)
+	if !opts.NoMCP {
+		d.checkMCP(ctx, cfg, sc, f.Version)
+	}
 	if d.failed {
 		return errSilent(1)
 	}
 	return nil
+}
+
+// checkMCP connects the configured MCP servers as a session would (the
+// project's stdio servers in the sandbox) and reports each one's tools or
+// why it is not available.
+func (d *doctor) checkMCP(ctx context.Context, cfg config.Config, sc orchestrator.SandboxConfig, version string) {
+	servers := mcp.Servers(cfg.MCPServers, cfg.ProjectMCPServers)
+	if len(servers) == 0 {
+		return
+	}
+	var open func(context.Context) (sandbox.Sandbox, error)
+	if !sc.NoSandbox {
+		lazy := orchestrator.NewLazy(sc)
+		defer lazy.Close() // after the servers (defers run last first)
+		open = lazy.Get
+	}
+	m := mcp.Start(servers, mcp.Options{Workspace: sc.Workspace, Sandbox: open, Version: version})
+	defer m.Close()
+	if err := m.Wait(ctx); err != nil {
+		d.fail("mcp", err.Error(), "")
+		return
+	}
+	for _, st := range m.Status() {
+		origin := "your config"
+		if st.Project {
+			origin = "the project's config"
+		}
+		switch {
+		case st.Ignored:
+			d.ok("mcp", "%s (%s): not started: %v", st.Name, origin, st.Err)
+		case st.Err != nil:
+			d.fail("mcp", fmt.Sprintf("%s (%s): %v", st.Name, origin, st.Err), "")
+		default:
+			d.ok("mcp", "%s (%s, %s on the %s): %d tools", st.Name, origin, st.Transport, st.Where, len(st.Tools))
+		}
+	}
 }
 
 // checkSandbox checks the engine, the image, its tools and the workspace

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/tools/mcp/mcptest"
 )
 
 func TestDoctorProvider(t *testing.T) {
@@ -98,5 +101,42 @@ func TestDoctorCommandTakesTheSandboxFlags(t *testing.T) {
 	}
 	if got == nil || got.Sandbox.Image != "./Dockerfile" || got.Sandbox.Network != "none" {
 		t.Errorf("options %+v", got)
+	}
+}
+
+func TestDoctorMCP(t *testing.T) {
+	t.Parallel()
+	command, env := mcptest.Command()
+	echo, err := json.Marshal(map[string]any{"command": command, "env": env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Config{
+		MCPServers: map[string]json.RawMessage{
+			"echo":   echo,
+			"broken": json.RawMessage(`{"command": "sh", "args": ["-c", "exit 3"]}`),
+		},
+		ProjectMCPServers: map[string]json.RawMessage{
+			"remote": json.RawMessage(`{"url": "http://127.0.0.1:1/mcp"}`),
+			"local":  json.RawMessage(`{"command": "srv"}`),
+		},
+	}
+	ws := t.TempDir()
+	var out bytes.Buffer
+	d := &doctor{out: &out}
+	d.checkMCP(t.Context(), cfg, orchestrator.SandboxConfig{Workspace: ws, NoSandbox: true}, "test")
+	got := out.String()
+	for _, want := range []string{
+		"✓ mcp       echo (your config, stdio on the host): 6 tools",
+		"✗ mcp       broken (your config): ",
+		"✓ mcp       remote (the project's config): not started: remote servers in the project's config are ignored",
+		"✗ mcp       local (the project's config): ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if !d.failed {
+		t.Error("a failed server should fail the doctor")
 	}
 }

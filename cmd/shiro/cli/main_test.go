@@ -1,0 +1,13 @@
+package cli
+
+import (
+	"os"
+	"testing"
+
+	"github.com/shiroagent/shiro/tools/mcp/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.ServeIfChild() // the doctor's MCP check starts this binary as a server
+	os.Exit(m.Run())
+}
