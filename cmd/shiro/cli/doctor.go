@@ -152,7 +152,11 @@ func (d *doctor) checkMCP(ctx context.Context, cfg config.Config, sc orchestrato
 		case st.Err != nil:
 			d.fail("mcp", fmt.Sprintf("%s (%s): %v", st.Name, origin, st.Err), "")
 		default:
-			d.ok("mcp", "%s (%s, %s on the %s): %d tools", st.Name, origin, st.Transport, st.Where, len(st.Tools))
+			where := "on the host"
+			if st.Where == mcp.WhereSandbox {
+				where = "in the sandbox"
+			}
+			d.ok("mcp", "%s (%s, %s %s): %d tools", st.Name, origin, st.Transport, where, len(st.Tools))
 		}
 	}
 }
