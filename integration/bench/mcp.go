@@ -11,9 +11,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/sandbox"
-	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/tools"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
@@ -22,7 +20,6 @@ import (
 // host (a user's server) and in the sandbox over the command channel (a
 // project's server), and the start of each.
 func mcpBench(ctx context.Context, r *report) error {
-	bin := os.Getenv("SHIRO_BIN")
 	ws, err := os.MkdirTemp("", "shiro-bench-mcp-")
 	if err != nil {
 		return err
@@ -37,17 +34,11 @@ func mcpBench(ctx context.Context, r *report) error {
 		return fmt.Errorf("build the MCP server: %v\n%s", err, out)
 	}
 
-	eng, err := docker.Connect(ctx)
+	_, sb, done, err := openSandbox(ctx, ws)
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	defer removeContainers(eng.API(), ws)
-	sb, err := eng.Open(ctx, docker.Options{Workspace: ws, Image: images.Tag(), HelperBinary: bin})
-	if err != nil {
-		return err
-	}
-	defer sb.Close()
+	defer done()
 
 	decl := json.RawMessage(fmt.Sprintf(`{"command": %q}`, server))
 	start := time.Now()

@@ -22,27 +22,17 @@ import (
 // sandboxBench measures the command channel against a bare exec, the
 // interrupt latency and the start of `shiro tool bash`.
 func sandboxBench(ctx context.Context, r *report) error {
-	bin := os.Getenv("SHIRO_BIN")
-	if bin == "" {
-		return errors.New("SHIRO_BIN must name a static shiro binary (make bench sets it)")
-	}
 	ws, err := os.MkdirTemp("", "shiro-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(ws)
-
-	eng, err := docker.Connect(ctx)
+	eng, sb, done, err := openSandbox(ctx, ws)
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	defer removeContainers(eng.API(), ws)
-	sb, err := eng.Open(ctx, docker.Options{Workspace: ws, Image: images.Tag(), HelperBinary: bin})
-	if err != nil {
-		return err
-	}
-	defer sb.Close()
+	defer done()
+	bin := os.Getenv("SHIRO_BIN")
 
 	// Per-call overhead on the open channel: argv `true`, no shell.
 	run := func() error {
@@ -109,6 +99,30 @@ func sandboxBench(ctx context.Context, r *report) error {
 	wm := median(warm)
 	r.add("shiro tool bash true, warm, median of 20", ms(wm), "<= 500 ms", wm <= 500*time.Millisecond)
 	return nil
+}
+
+// openSandbox opens a sandbox for ws on the built-in image with the
+// helper $SHIRO_BIN; done closes it and removes its container.
+func openSandbox(ctx context.Context, ws string) (*docker.Engine, *docker.Sandbox, func(), error) {
+	bin := os.Getenv("SHIRO_BIN")
+	if bin == "" {
+		return nil, nil, nil, errors.New("SHIRO_BIN must name a static shiro binary (make bench sets it)")
+	}
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sb, err := eng.Open(ctx, docker.Options{Workspace: ws, Image: images.Tag(), HelperBinary: bin})
+	if err != nil {
+		removeContainers(eng.API(), ws)
+		eng.Close()
+		return nil, nil, nil, err
+	}
+	return eng, sb, func() {
+		sb.Close()
+		removeContainers(eng.API(), ws)
+		eng.Close()
+	}, nil
 }
 
 // timeN runs fn n times and returns each duration.
