@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -231,8 +232,10 @@ func (m *Model) askView() string {
 		help = "enter send | esc back to the options"
 	case p.typing:
 		help = "enter send | esc skip"
+	case p.msg.q.Multiple && len(p.chosen) > 0:
+		help = fmt.Sprintf("up/down move | x toggle | enter: submit %d | esc skip", len(p.chosen))
 	case p.msg.q.Multiple:
-		help = "up/down move | x toggle | enter submit | esc skip"
+		help = "up/down move | x toggle | esc skip"
 	}
 	return m.st.askBox.Width(max(w-2, 10)).Render(strings.Join(lines, "\n")) + "\n" + m.st.dim.Render(help)
 }

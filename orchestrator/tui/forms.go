@@ -23,6 +23,8 @@ func formTheme() *huh.Theme {
 	t.Focused.Title = t.Focused.Title.Bold(true)
 	t.Focused.SelectSelector = lipgloss.NewStyle().Foreground(lipgloss.Color("6")).SetString("> ")
 	t.Focused.SelectedOption = t.Focused.SelectedOption.Foreground(lipgloss.Color("6"))
+	t.Focused.SelectedPrefix = lipgloss.NewStyle().Foreground(lipgloss.Color("6")).SetString("[x] ")
+	t.Focused.UnselectedPrefix = lipgloss.NewStyle().SetString("[ ] ")
 	t.Focused.Base = lipgloss.NewStyle()
 	t.Focused.Card = t.Focused.Base
 	t.Blurred = t.Focused

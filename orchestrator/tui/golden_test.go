@@ -94,6 +94,15 @@ func TestViewGolden(t *testing.T) {
 				},
 			}})
 		}},
+		{"ask_multiple", func(f *fixture) {
+			startedTurn(f, "pick the checks")
+			f.send(askMsg{id: 1, reply: make(chan []string, 1), q: sessiontools.Question{
+				Text:     "Which checks should run before a commit?",
+				Multiple: true,
+				Options:  []sessiontools.AskOption{{Label: "go vet"}, {Label: "gofmt"}, {Label: "the race tests"}},
+			}})
+			f.send(runes("x"), key(down), key(down), runes("x"))
+		}},
 		{"queue_of_two", func(f *fixture) {
 			startedTurn(f, "first")
 			f.send(ev(f, agent.Event{Type: agent.EventText, Text: "Working on it"}), flushMsg{turn: f.m.turnID})
