@@ -425,9 +425,11 @@ func TestCommands(t *testing.T) {
 	t.Run("tools shows sets and what is offered", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, 120)
+		f.sess.offered = append(f.sess.offered, "todo_write", "mcp__docs__search")
 		f.m.runCommand("/tools")
 		body := f.m.info.body
-		for _, want := range []string{"7 offered this turn of 15 registered", "multi_edit       edit-plus  asks  withheld", "current_time     plugin"} {
+		for _, want := range []string{"9 offered this turn of 17 registered", "multi_edit        edit-plus  asks  withheld", "current_time      plugin",
+			"todo_write        session    free", "mcp__docs__search mcp        asks"} {
 			if !strings.Contains(body, want) {
 				t.Errorf("/tools lacks %q:\n%s", want, body)
 			}

@@ -148,6 +148,10 @@ func (m *Model) cmdTools(string) tea.Cmd {
 		offered[n] = true
 	}
 	all := tools.Builtins()
+	width := 16 // the name column
+	for _, n := range names {
+		width = max(width, len(n))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d offered this turn of %d registered\n\n", len(names), len(all)+len(pluginTools(names, all)))
 	for _, t := range all {
@@ -159,14 +163,25 @@ func (m *Model) cmdTools(string) tea.Cmd {
 		if tools.IsGated(t) {
 			gate = "asks"
 		}
-		fmt.Fprintf(&b, "%-16s %-10s %-5s %s\n", t.Name(), t.Set(), gate, state)
+		fmt.Fprintf(&b, "%-*s %-10s %-5s %s\n", width, t.Name(), t.Set(), gate, state)
 	}
 	for _, n := range pluginTools(names, all) {
-		fmt.Fprintf(&b, "%-16s %-10s %-5s %s\n", n, "plugin", "free", "offered")
+		kind, gate := "plugin", "free"
+		switch {
+		case strings.HasPrefix(n, "mcp__"):
+			kind, gate = "mcp", "asks"
+		case sessionToolNames[n]:
+			kind = "session"
+		}
+		fmt.Fprintf(&b, "%-*s %-10s %-5s %s\n", width, n, kind, gate, "offered")
 	}
 	m.info = &infoPanel{title: "tools", body: strings.TrimRight(b.String(), "\n")}
 	return nil
 }
+
+// sessionToolNames are the tools of the session rather than of a set or a
+// plugin.
+var sessionToolNames = map[string]bool{"todo_write": true, "remember": true, "recall": true, "forget": true, "skill": true, "ask": true, "task": true}
 
 // pluginTools are the offered names that are not built-in tools.
 func pluginTools(offered []string, builtins []tools.Tool) []string {
