@@ -171,3 +171,39 @@ func TestTUIContinueShowsTheEarlierConversation(t *testing.T) {
 	}
 	s.quit()
 }
+
+func TestTUIMCPToolAsksAndMCPListsTheServer(t *testing.T) {
+	t.Parallel()
+	_, ws := tuiSetup(t)
+	bin := filepath.Join(ws, ".bin", "mcpecho")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, mcpecho(t), bin, 0o755)
+	writeJSON(t, filepath.Join(ws, ".shiro", "config.json"), map[string]any{
+		"mcpServers": map[string]any{"srv": map[string]any{"command": bin}},
+	})
+	srv := fakemodel.New(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "m1", Name: "mcp__srv__echo", Input: `{"text":"through the gate"}`}}},
+		fakemodel.Reply{Text: "The server answered."},
+	)
+	s := startTUI(t, ws, srv)
+	s.waitFor("mcp: 6 tools", 30*time.Second) // the header, once the server is up
+	s.keys("/mcp", true)
+	scr := s.waitFor("srv  (project config, stdio, sandbox)", 10*time.Second)
+	if !strings.Contains(scr, "6 tools: mcp__srv__") || !strings.Contains(scr, "mcp__srv__echo") {
+		t.Errorf("/mcp lacks the server's tools:\n%s", scr)
+	}
+	s.press("Escape")
+	s.keys("echo something", true)
+	scr = s.waitFor("mcp__srv__echo wants to run", 20*time.Second)
+	if !strings.Contains(scr, "through the gate") {
+		t.Errorf("the approval does not show the call's input:\n%s", scr)
+	}
+	s.keys("y", false)
+	s.waitFor("The server answered.", 20*time.Second)
+	if !providers[0].paired(t, modelRequests(srv)[1].JSON(), "m1", "through the gate") {
+		t.Errorf("the tool's result did not reach the model: %s", modelRequests(srv)[1].Body)
+	}
+	s.quit()
+}
