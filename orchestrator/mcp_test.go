@@ -294,3 +294,28 @@ func TestSessionCloseStopsTheMCPServers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSessionOfferedDescribesEachTool(t *testing.T) {
+	t.Parallel()
+	s := mcpSession(t, &mcpModel{}, SessionOptions{Plugins: []string{"guard", "time"}})
+	if err := s.WaitMCP(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]OfferedTool{}
+	for _, o := range s.Offered() {
+		got[o.Name] = o
+	}
+	for _, want := range []OfferedTool{
+		{Name: "read_file", Kind: "core"},
+		{Name: "bash", Kind: "core", Gated: true},
+		{Name: "git_status", Kind: "git"},
+		{Name: "todo_write", Kind: KindSession},
+		{Name: "task", Kind: KindSession},
+		{Name: "mcp__srv__echo", Kind: KindMCP, Gated: true},
+		{Name: "current_time", Kind: KindPlugin},
+	} {
+		if got[want.Name] != want {
+			t.Errorf("%s: got %+v, want %+v", want.Name, got[want.Name], want)
+		}
+	}
+}

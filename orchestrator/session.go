@@ -231,8 +231,7 @@ func (s *Session) TodosJSON() json.RawMessage {
 // Memory is the project's memory, nil when memory is off.
 func (s *Session) Memory() *sessiontools.Memory { return s.memory }
 
-// Plugins are the enabled plugins, in order; PluginErrors names those that
-// did not resolve.
+// Plugins are the enabled plugins, in order.
 func (s *Session) Plugins() []agent.Plugin { return s.plugins }
 
 // PluginErrors are the messages of plugin names that did not resolve.
@@ -241,31 +240,53 @@ func (s *Session) PluginErrors() []string { return s.pluginErrors }
 // Skills are the loaded skills, sorted by name.
 func (s *Session) Skills() []sessiontools.Skill { return s.skills }
 
-// OfferedTools lists the built-in tools offered now.
-func (s *Session) OfferedTools() []tools.Tool { return tools.Offered(s.builtins, s.sets) }
 
-// OfferedNames lists every tool the model is offered on the next step: the
+// Kinds of OfferedTool besides the built-in tools' sets.
+const (
+	KindSession = "session"
+	KindMCP     = "mcp"
+	KindPlugin  = "plugin"
+)
+
+// OfferedTool describes a tool the model is offered (/tools, the header).
+type OfferedTool struct {
+	Name string
+	// Kind is a built-in tool's set, else KindSession, KindMCP or
+	// KindPlugin.
+	Kind string
+	// Gated tools ask before each call.
+	Gated bool
+}
+
+// Offered lists every tool the model is offered on the next step: the
 // built-in tools of the enabled sets, the session tools, the MCP tools,
 // then the plugins' tools (first name wins, as the agent offers them).
-func (s *Session) OfferedNames() []string {
+func (s *Session) Offered() []OfferedTool {
+	var out []OfferedTool
 	seen := map[string]bool{}
-	var names []string
-	for _, t := range s.offered() {
-		if !seen[t.Name()] {
-			seen[t.Name()] = true
-			names = append(names, t.Name())
+	add := func(name, kind string, gated bool) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, OfferedTool{Name: name, Kind: kind, Gated: gated})
 		}
+	}
+	for _, t := range tools.Offered(s.builtins, s.sets) {
+		add(t.Name(), string(t.Set()), tools.IsGated(t))
+	}
+	for _, t := range s.sessionTools {
+		add(t.Name(), KindSession, agent.IsGated(t))
+	}
+	for _, t := range s.mcpTools() {
+		add(t.Name(), KindMCP, agent.IsGated(t))
 	}
 	for _, p := range s.plugins {
 		for _, t := range p.Tools {
-			if !seen[t.Name()] {
-				seen[t.Name()] = true
-				names = append(names, t.Name())
-			}
+			add(t.Name(), KindPlugin, agent.IsGated(t))
 		}
 	}
-	return names
+	return out
 }
+
 
 // StartSandbox opens the sandbox now rather than on the first command (the
 // TUI starts it in the background at start-up) and describes it. Commands

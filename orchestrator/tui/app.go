@@ -17,6 +17,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
@@ -29,8 +30,8 @@ type Session interface {
 	// Send runs one turn, emitting its events in order.
 	Send(ctx context.Context, prompt string, emit func(agent.Event)) error
 	Agent() *agent.Agent
-	// OfferedNames lists the tools the model is offered next.
-	OfferedNames() []string
+	// Offered lists the tools the model is offered next.
+	Offered() []orchestrator.OfferedTool
 	// StartSandbox opens the sandbox (a prompt sent meanwhile waits for it).
 	StartSandbox(ctx context.Context) (sandbox.Info, error)
 	// Compact replaces the history with a model-written summary.

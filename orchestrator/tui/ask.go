@@ -34,8 +34,7 @@ func (a *App) Asker() sessiontools.Asker { return sessiontools.AskerFunc(a.ask) 
 
 func (a *App) ask(ctx context.Context, q sessiontools.Question) ([]string, error) {
 	reply := make(chan []string, 1)
-	a.askSeq.Add(1)
-	id := int(a.askSeq.Load())
+	id := int(a.askSeq.Add(1))
 	if !a.post(askMsg{id: id, q: q, reply: reply}) {
 		return nil, errStopped
 	}

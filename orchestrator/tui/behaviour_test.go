@@ -13,6 +13,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator"
 )
 
 // blockingSend is a turn that streams a little text, then waits until the
@@ -425,7 +426,9 @@ func TestCommands(t *testing.T) {
 	t.Run("tools shows sets and what is offered", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, 120)
-		f.sess.offered = append(f.sess.offered, "todo_write", "mcp__docs__search")
+		f.sess.offered = append(f.sess.offered,
+			orchestrator.OfferedTool{Name: "todo_write", Kind: orchestrator.KindSession},
+			orchestrator.OfferedTool{Name: "mcp__docs__search", Kind: orchestrator.KindMCP, Gated: true})
 		f.m.runCommand("/tools")
 		body := f.m.info.body
 		for _, want := range []string{"9 offered this turn of 17 registered", "multi_edit        edit-plus  asks  withheld", "current_time      plugin",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
@@ -100,7 +101,9 @@ type benchSession struct {
 
 func (s benchSession) Send(context.Context, string, func(agent.Event)) error { return nil }
 func (s benchSession) Agent() *agent.Agent                                   { return s.a }
-func (s benchSession) OfferedNames() []string                                { return []string{"read_file", "bash"} }
+func (s benchSession) Offered() []orchestrator.OfferedTool {
+	return []orchestrator.OfferedTool{{Name: "read_file", Kind: "core"}, {Name: "bash", Kind: "core", Gated: true}}
+}
 func (s benchSession) StartSandbox(context.Context) (sandbox.Info, error) {
 	return sandbox.Info{}, nil
 }

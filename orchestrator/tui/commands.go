@@ -9,6 +9,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/tools"
 )
 
@@ -142,56 +143,36 @@ func (m *Model) cmdModels(string) tea.Cmd {
 func (m *Model) cmdProvider(string) tea.Cmd { return m.openOnboarding() }
 
 func (m *Model) cmdTools(string) tea.Cmd {
-	offered := map[string]bool{}
-	names := m.rt.sess.OfferedNames()
-	for _, n := range names {
-		offered[n] = true
+	offered := m.rt.sess.Offered()
+	builtins := tools.Builtins()
+	// The built-in tools, offered or withheld, then the others offered.
+	rows := make([]orchestrator.OfferedTool, 0, len(builtins)+len(offered))
+	state := map[string]string{}
+	for _, t := range builtins {
+		rows = append(rows, orchestrator.OfferedTool{Name: t.Name(), Kind: string(t.Set()), Gated: tools.IsGated(t)})
+		state[t.Name()] = "withheld (set " + string(t.Set()) + " is off)"
 	}
-	all := tools.Builtins()
+	for _, t := range offered {
+		if _, builtin := state[t.Name]; !builtin {
+			rows = append(rows, t)
+		}
+		state[t.Name] = "offered"
+	}
 	width := 16 // the name column
-	for _, n := range names {
-		width = max(width, len(n))
+	for _, r := range rows {
+		width = max(width, len(r.Name))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d offered this turn of %d registered\n\n", len(names), len(all)+len(pluginTools(names, all)))
-	for _, t := range all {
-		state := "offered"
-		if !offered[t.Name()] {
-			state = "withheld (set " + string(t.Set()) + " is off)"
-		}
+	fmt.Fprintf(&b, "%d offered this turn of %d registered\n\n", len(offered), len(rows))
+	for _, r := range rows {
 		gate := "free"
-		if tools.IsGated(t) {
+		if r.Gated {
 			gate = "asks"
 		}
-		fmt.Fprintf(&b, "%-*s %-10s %-5s %s\n", width, t.Name(), t.Set(), gate, state)
-	}
-	for _, n := range pluginTools(names, all) {
-		kind, gate := "plugin", "free"
-		switch {
-		case strings.HasPrefix(n, "mcp__"):
-			kind, gate = "mcp", "asks"
-		case sessionToolNames[n]:
-			kind = "session"
-		}
-		fmt.Fprintf(&b, "%-*s %-10s %-5s %s\n", width, n, kind, gate, "offered")
+		fmt.Fprintf(&b, "%-*s %-10s %-5s %s\n", width, r.Name, r.Kind, gate, state[r.Name])
 	}
 	m.info = &infoPanel{title: "tools", body: strings.TrimRight(b.String(), "\n")}
 	return nil
-}
-
-// sessionToolNames are the tools of the session rather than of a set or a
-// plugin.
-var sessionToolNames = map[string]bool{"todo_write": true, "remember": true, "recall": true, "forget": true, "skill": true, "ask": true, "task": true}
-
-// pluginTools are the offered names that are not built-in tools.
-func pluginTools(offered []string, builtins []tools.Tool) []string {
-	var out []string
-	for _, n := range offered {
-		if tools.Find(builtins, n) == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func (m *Model) cmdContext(string) tea.Cmd {
@@ -237,16 +218,18 @@ func (m *Model) cmdTodos(string) tea.Cmd {
 }
 
 func (m *Model) cmdNotes(string) tea.Cmd {
-	mem := m.rt.sess.Memory()
-	if mem == nil {
+	if m.rt.sess.Memory() == nil {
 		m.info = &infoPanel{title: "memory", body: "memory is off in this session (--no-memory)"}
 		return nil
 	}
-	entries := mem.Entries()
-	m.notes = len(entries)
+	return m.rt.readNotes(true)
+}
+
+// showNotes is /notes' panel: every note, newest first.
+func (m *Model) showNotes(entries []sessiontools.MemoryEntry) {
 	if len(entries) == 0 {
 		m.info = &infoPanel{title: "memory: 0 notes about this project", body: "nothing recorded yet - the model keeps notes with remember"}
-		return nil
+		return
 	}
 	var b strings.Builder
 	for i := len(entries) - 1; i >= 0; i-- {
@@ -258,7 +241,6 @@ func (m *Model) cmdNotes(string) tea.Cmd {
 		b.WriteByte('\n')
 	}
 	m.info = &infoPanel{title: fmt.Sprintf("memory: %d notes about this project", len(entries)), body: strings.TrimRight(b.String(), "\n")}
-	return nil
 }
 
 func (m *Model) cmdMemory(string) tea.Cmd {

@@ -207,12 +207,11 @@ func TestExtrasCommands(t *testing.T) {
 		f.m.info = nil
 		l.typeText(c)
 		l.key(key(enter))
-		if f.m.info == nil {
-			t.Fatalf("%s opened no panel; printed:\n%s", c, f.printed())
-		}
+		l.until(c+"'s panel", func(m *Model) bool { return m.info != nil })
 		return f.m.info.title + "\n" + f.m.info.body
 	}
-	f.m.countNotes()
+	l.exec(f.m.countNotes())
+	l.until("the notes counted", func(m *Model) bool { return m.notes == 2 })
 	if v := f.view(); !strings.Contains(v, "memory: 2 notes about this project\n") {
 		t.Errorf("the header lacks the memory line:\n%s", v)
 	}

@@ -21,10 +21,12 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/tools"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
 
@@ -42,7 +44,7 @@ func TestMain(m *testing.M) {
 // fakeSession is a Session of func fields around a real agent.
 type fakeSession struct {
 	agent   *agent.Agent
-	offered []string
+	offered []orchestrator.OfferedTool
 	send    func(ctx context.Context, prompt string, emit func(agent.Event)) error
 	start   func(ctx context.Context) (sandbox.Info, error)
 	compact func(ctx context.Context) (int, int, error)
@@ -70,8 +72,8 @@ func (s *fakeSession) Send(ctx context.Context, prompt string, emit func(agent.E
 	emit(agent.Event{Type: agent.EventDone})
 	return nil
 }
-func (s *fakeSession) Agent() *agent.Agent    { return s.agent }
-func (s *fakeSession) OfferedNames() []string { return s.offered }
+func (s *fakeSession) Agent() *agent.Agent                 { return s.agent }
+func (s *fakeSession) Offered() []orchestrator.OfferedTool { return s.offered }
 func (s *fakeSession) StartSandbox(ctx context.Context) (sandbox.Info, error) {
 	if s.start != nil {
 		return s.start(ctx)
@@ -103,6 +105,16 @@ func (s *fakeSession) sent() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.prompts...)
+}
+
+// builtinsOffered describes built-in tools as the session offers them.
+func builtinsOffered(names ...string) []orchestrator.OfferedTool {
+	out := make([]orchestrator.OfferedTool, len(names))
+	for i, n := range names {
+		t := tools.Find(tools.Builtins(), n)
+		out[i] = orchestrator.OfferedTool{Name: n, Kind: string(t.Set()), Gated: tools.IsGated(t)}
+	}
+	return out
 }
 
 // stubModel is a model the UI tests never call through the agent.
@@ -160,8 +172,9 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 	}
 	plugins, _ := agent.Builtins([]string{"guard", "time"})
 	sess := &fakeSession{
-		agent:   a,
-		offered: []string{"read_file", "write_file", "edit_file", "glob", "bash", "grep", "current_time"},
+		agent: a,
+		offered: append(builtinsOffered("read_file", "write_file", "edit_file", "glob", "bash", "grep"),
+			orchestrator.OfferedTool{Name: "current_time", Kind: orchestrator.KindPlugin}),
 		plugins: plugins,
 		skills:  sessiontools.LoadSkills(sessiontools.DefaultSkillSources("", "")),
 	}

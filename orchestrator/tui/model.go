@@ -118,8 +118,11 @@ func newModel(rt *runtime, opts Options, st styles) *Model {
 		m.stats = rt.stats()
 		m.sessionID = rt.app.rec.id()
 		m.todos = rt.sess.Todos().Items()
-		m.countNotes()
 		m.mcp = rt.sess.MCPStatus()
+		m.notes = -1
+		if mem := rt.sess.Memory(); mem != nil {
+			m.notes = len(mem.Entries()) // before the program runs: no frame waits
+		}
 	}
 	m.history.reset()
 	return m
@@ -229,7 +232,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.stats = m.rt.stats()
 		return m, nil
 	case memoryMsg:
-		m.memoryCompacted(msg)
+		return m, m.memoryCompacted(msg)
+	case notesMsg:
+		m.notes = len(msg.entries)
+		if msg.show {
+			m.showNotes(msg.entries)
+		}
 		return m, nil
 	case modelsMsg, modelSetMsg, sessionsMsg, resumedMsg, savedMsg, clearedMsg:
 		return m, m.commandResult(msg)
@@ -353,8 +361,7 @@ func (m *Model) turnEnded(msg turnEndMsg) tea.Cmd {
 	m.approval, m.pending = nil, nil
 	m.ask, m.asks = nil, nil
 	m.subagents = nil
-	m.countNotes()
-	return m.drain()
+	return tea.Batch(m.drain(), m.countNotes())
 }
 
 // drain runs the next queued line; a slash command that starts no turn
@@ -441,16 +448,17 @@ func (m *Model) compacted(msg compactedMsg) {
 	m.stats = m.rt.stats()
 }
 
-// countNotes reads the number of memory notes for the header.
-func (m *Model) countNotes() {
-	m.notes = -1
-	if mem := m.rt.sess.Memory(); mem != nil {
-		m.notes = len(mem.Entries())
+// countNotes reads the number of memory notes for the header, off the
+// Update path (nil with memory off).
+func (m *Model) countNotes() tea.Cmd {
+	if m.rt.sess.Memory() == nil {
+		return nil
 	}
+	return m.rt.readNotes(false)
 }
 
 // memoryCompacted reports /memory.
-func (m *Model) memoryCompacted(msg memoryMsg) {
+func (m *Model) memoryCompacted(msg memoryMsg) tea.Cmd {
 	switch {
 	case msg.err != nil:
 		m.printError(msg.err.Error())
@@ -459,5 +467,5 @@ func (m *Model) memoryCompacted(msg memoryMsg) {
 	default:
 		m.printInfo(fmt.Sprintf("memory left as is (%d entries): %s", msg.res.Before, msg.res.Reason))
 	}
-	m.countNotes()
+	return m.countNotes()
 }

@@ -102,6 +102,10 @@ type (
 		res sessiontools.MemoryCompaction
 		err error
 	}
+	notesMsg struct {
+		entries []sessiontools.MemoryEntry
+		show    bool // /notes asked: open the panel
+	}
 )
 
 // startSandbox opens the sandbox in the background.
@@ -113,6 +117,13 @@ func (rt *runtime) startSandbox() tea.Cmd {
 		})
 		return nil
 	}
+}
+
+// readNotes reads the project's memory (the header's count; /notes'
+// panel when show is set). Memory must be on.
+func (rt *runtime) readNotes(show bool) tea.Cmd {
+	mem := rt.sess.Memory()
+	return func() tea.Msg { return notesMsg{entries: mem.Entries(), show: show} }
 }
 
 // watchMCP reports the MCP servers once they all connected or failed.
@@ -388,7 +399,7 @@ func (rt *runtime) stats() stats {
 	return stats{
 		provider: info.Provider,
 		model:    info.Model,
-		tools:    len(rt.sess.OfferedNames()),
+		tools:    len(rt.sess.Offered()),
 		context:  a.EstimatedTokens(),
 		usage:    a.Usage(),
 	}

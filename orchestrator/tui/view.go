@@ -154,18 +154,13 @@ func (m *Model) extrasLines() []string {
 	return lines
 }
 
-// gatedNames are the offered tools that ask before each call.
+// gatedNames are the offered tools that ask before each call, MCP tools
+// folded into mcp__*.
 func (m *Model) gatedNames() []string {
-	offered := map[string]bool{}
-	if m.rt.sess != nil {
-		for _, n := range m.rt.sess.OfferedNames() {
-			offered[n] = true
-		}
-	}
 	var out []string
-	for _, t := range tools.Builtins() {
-		if tools.IsGated(t) && (len(offered) == 0 || offered[t.Name()]) {
-			out = append(out, t.Name())
+	for _, t := range m.rt.sess.Offered() {
+		if t.Gated && t.Kind != orchestrator.KindMCP {
+			out = append(out, t.Name)
 		}
 	}
 	return append(out, "mcp__*")

@@ -37,15 +37,16 @@ func adaptiveThinking(model string) bool {
 	return major > 4 || major == 4 && minor >= 6
 }
 
-// claudeVersion reads "claude-<family>-<major>[-<minor>][-<date>]" (a
-// "vendor/" or "anthropic." prefix is skipped).
+// claudeVersion reads "claude-<family>-<major>[-<minor>][-<date>]" (what
+// comes before "claude-", a "vendor/" or "anthropic.", is skipped).
 func claudeVersion(model string) (family string, major, minor int, ok bool) {
 	id := strings.ToLower(model)
-	if i := strings.LastIndexAny(id, "/."); i >= 0 && strings.Contains(id[i:], "claude-") {
-		id = id[i+1:]
+	i := strings.Index(id, "claude-")
+	if i < 0 {
+		return "", 0, 0, false
 	}
-	parts := strings.Split(strings.TrimPrefix(id, "claude-"), "-")
-	if !strings.HasPrefix(id, "claude-") || len(parts) < 2 {
+	parts := strings.Split(id[i+len("claude-"):], "-")
+	if len(parts) < 2 {
 		return "", 0, 0, false
 	}
 	family = parts[0]
