@@ -240,7 +240,6 @@ func (s *Session) PluginErrors() []string { return s.pluginErrors }
 // Skills are the loaded skills, sorted by name.
 func (s *Session) Skills() []sessiontools.Skill { return s.skills }
 
-
 // Kinds of OfferedTool besides the built-in tools' sets.
 const (
 	KindSession = "session"
@@ -286,7 +285,6 @@ func (s *Session) Offered() []OfferedTool {
 	}
 	return out
 }
-
 
 // StartSandbox opens the sandbox now rather than on the first command (the
 // TUI starts it in the background at start-up) and describes it. Commands
