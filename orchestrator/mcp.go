@@ -71,12 +71,7 @@ func (s *Session) mcpTools() []agent.Tool {
 	if s.mcp == nil {
 		return nil
 	}
-	list := s.mcp.manager.Tools()
-	out := make([]agent.Tool, len(list))
-	for i, t := range list {
-		out[i] = toolAdapter{t: t, env: s.env}
-	}
-	return out
+	return s.adapt(s.mcp.manager.Tools())
 }
 
 // awaitMCP waits, before a turn, for the MCP servers still connecting (at

@@ -208,10 +208,12 @@ func (s *Session) offered() []agent.Tool {
 }
 
 // builtinTools adapts the offered built-in tools for the agent.
-func (s *Session) builtinTools() []agent.Tool {
-	offered := tools.Offered(s.builtins, s.sets)
-	out := make([]agent.Tool, len(offered))
-	for i, t := range offered {
+func (s *Session) builtinTools() []agent.Tool { return s.adapt(tools.Offered(s.builtins, s.sets)) }
+
+// adapt wraps tools of the tools package (built-in, MCP) for the agent.
+func (s *Session) adapt(list []tools.Tool) []agent.Tool {
+	out := make([]agent.Tool, len(list))
+	for i, t := range list {
 		out[i] = toolAdapter{t: t, env: s.env}
 	}
 	return out

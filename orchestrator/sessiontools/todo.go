@@ -95,8 +95,8 @@ func (l *TodoList) Restore(raw json.RawMessage) {
 	l.mu.Unlock()
 }
 
-// counts returns done, blocked, in progress and pending tasks.
-func counts(items []Todo) (done, blocked, inProgress, pending int) {
+// Counts returns the done, blocked, in-progress and pending tasks of items.
+func Counts(items []Todo) (done, blocked, inProgress, pending int) {
 	for _, t := range items {
 		switch t.Status {
 		case StatusDone:
@@ -118,7 +118,7 @@ func (l *TodoList) Block() string {
 	if len(items) == 0 {
 		return ""
 	}
-	done, blocked, _, _ := counts(items)
+	done, blocked, _, _ := Counts(items)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Your task list (%d/%d done", done, len(items))
 	if blocked > 0 {
@@ -182,7 +182,7 @@ func (t TodoWrite) Run(_ context.Context, input json.RawMessage, _ func(string))
 
 // todoReport is the result text of todo_write.
 func todoReport(items []Todo) string {
-	done, _, inProgress, pending := counts(items)
+	done, _, inProgress, pending := Counts(items)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task list updated: %d/%d done.", done, len(items))
 	for _, t := range items {

@@ -118,15 +118,7 @@ func (m *Model) todoView() string {
 
 // todoBar is "####....  d/t[  n blocked]".
 func (m *Model) todoBar() string {
-	done, blocked := 0, 0
-	for _, t := range m.todos {
-		switch t.Status {
-		case sessiontools.StatusDone:
-			done++
-		case sessiontools.StatusBlocked:
-			blocked++
-		}
-	}
+	done, blocked, _, _ := sessiontools.Counts(m.todos)
 	filled := done * progressWidth / len(m.todos)
 	bar := strings.Repeat("#", filled) + strings.Repeat(".", progressWidth-filled)
 	s := fmt.Sprintf("%s  %d/%d", bar, done, len(m.todos))
@@ -141,12 +133,7 @@ func todosText(todos []sessiontools.Todo) string {
 	if len(todos) == 0 {
 		return "no task list yet - the model keeps one with todo_write for multi-step work"
 	}
-	done := 0
-	for _, t := range todos {
-		if t.Status == sessiontools.StatusDone {
-			done++
-		}
-	}
+	done, _, _, _ := sessiontools.Counts(todos)
 	lines := []string{fmt.Sprintf("%d/%d done", done, len(todos)), ""}
 	for _, t := range todos {
 		lines = append(lines, t.Line())
