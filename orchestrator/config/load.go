@@ -668,47 +668,33 @@ func (m *merger) toolSets(l *layer, file string) {
 // overlay sets what l sets; env entries accumulate. MCP servers are not
 // merged here: user and project servers stay apart.
 func (m *merger) overlay(l *layer) {
-	set := func(dst **string, src *string) {
-		if src != nil {
-			*dst = src
-		}
-	}
-	set(&m.l.Provider, l.Provider)
-	set(&m.l.Model, l.Model)
-	set(&m.l.BaseURL, l.BaseURL)
-	set(&m.l.APIKey, l.APIKey)
-	set(&m.l.Thinking, l.Thinking)
-	set(&m.l.OpenAIAPI, l.OpenAIAPI)
-	set(&m.l.Image, l.Image)
-	set(&m.l.Network, l.Network)
-	set(&m.l.Memory, l.Memory)
-	if l.MaxRetries != nil {
-		m.l.MaxRetries = l.MaxRetries
-	}
-	if l.CompactThreshold != nil {
-		m.l.CompactThreshold = l.CompactThreshold
-	}
-	if l.ToolSets != nil {
-		m.l.ToolSets = l.ToolSets
-	}
-	if l.Plugins != nil {
-		m.l.Plugins = l.Plugins
-	}
-	if l.Yolo != nil {
-		m.l.Yolo = l.Yolo
-	}
-	if l.CPUs != nil {
-		m.l.CPUs = l.CPUs
-	}
-	if l.Pids != nil {
-		m.l.Pids = l.Pids
-	}
-	if l.NoSandbox != nil {
-		m.l.NoSandbox = l.NoSandbox
-	}
+	overlayField(&m.l.Provider, l.Provider)
+	overlayField(&m.l.Model, l.Model)
+	overlayField(&m.l.BaseURL, l.BaseURL)
+	overlayField(&m.l.APIKey, l.APIKey)
+	overlayField(&m.l.Thinking, l.Thinking)
+	overlayField(&m.l.OpenAIAPI, l.OpenAIAPI)
+	overlayField(&m.l.Image, l.Image)
+	overlayField(&m.l.Network, l.Network)
+	overlayField(&m.l.Memory, l.Memory)
+	overlayField(&m.l.MaxRetries, l.MaxRetries)
+	overlayField(&m.l.CompactThreshold, l.CompactThreshold)
+	overlayField(&m.l.ToolSets, l.ToolSets)
+	overlayField(&m.l.Plugins, l.Plugins)
+	overlayField(&m.l.Yolo, l.Yolo)
+	overlayField(&m.l.CPUs, l.CPUs)
+	overlayField(&m.l.Pids, l.Pids)
+	overlayField(&m.l.NoSandbox, l.NoSandbox)
 	if l.Env != nil {
 		env := append(m.envList(), *l.Env...)
 		m.l.Env = &env
+	}
+}
+
+// overlayField sets *dst to src when the layer sets it.
+func overlayField[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
 	}
 }
 
