@@ -74,8 +74,10 @@ func TestTUITaskAndSubagentPanels(t *testing.T) {
 	s := startTUI(t, ws, srv)
 	s.keys("where is the greeting?", true)
 
-	scr := s.waitFor("explore locate the greeting", 20*time.Second)
-	for _, want := range []string{"1 step", "grep(hello)", "tasks ", "0/2", "[~] find the greeting", "[ ] report it"} {
+	// The subagent's step shows, and its next answer takes 3 s: the panel
+	// is on screen meanwhile.
+	scr := s.waitFor("grep(hello)", 20*time.Second)
+	for _, want := range []string{"explore locate the greeting  1 step", "tasks ", "0/2", "[~] find the greeting", "[ ] report it"} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("while the subagent runs, the screen lacks %q:\n%s", want, scr)
 		}
