@@ -222,7 +222,11 @@ func TestDevcontainerCannotRunOnTheHostOrWidenTheSandbox(t *testing.T) {
 		t.Errorf("privileged %v, capAdd %v", hc.Privileged, hc.CapAdd)
 	}
 	for _, m := range in.Container.Mounts {
-		if m.Destination != ws && m.Destination != "/home/shiro" {
+		switch {
+		case m.Destination == ws, m.Destination == "/home/shiro", m.Destination == "/.shiro/state":
+		case m.Type == "volume" && (m.Destination == filepath.Join(ws, ".git") || m.Destination == "/.shiro/shadow"):
+		case m.Destination == "/.shiro/host" && m.Source == filepath.Join(ws, ".git") && !m.RW:
+		default:
 			t.Errorf("unexpected mount %+v", m)
 		}
 	}
@@ -444,7 +448,7 @@ func TestDoctorAllGood(t *testing.T) {
 		t.Errorf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
 	lines := doctorLines(t, res.stdout)
-	for _, name := range []string{"engine", "image", "tools", "workspace", "sandbox", "key", "endpoint"} {
+	for _, name := range []string{"engine", "image", "tools", "workspace", "container", "helper", "git", "repositories", "sandbox", "key", "endpoint"} {
 		if !strings.HasPrefix(lines[name], "✓") {
 			t.Errorf("%s: %q", name, lines[name])
 		}
@@ -452,7 +456,9 @@ func TestDoctorAllGood(t *testing.T) {
 	mustContain(t, "the engine line", lines["engine"], "API 1.")
 	mustContain(t, "the image line", lines["image"], base, "the built-in image")
 	mustContain(t, "the tools line", lines["tools"], "bash ", "rg ", "git ")
-	mustContain(t, "the workspace line", lines["workspace"], fmt.Sprintf("belong to you (%d:%d)", os.Getuid(), os.Getgid()), ".git/hooks and .git/config are read-only")
+	mustContain(t, "the workspace line", lines["workspace"], fmt.Sprintf("belong to you (%d:%d)", os.Getuid(), os.Getgid()))
+	mustContain(t, "the git line", lines["git"], "its own copy of "+filepath.Join(ws, ".git"))
+	mustContain(t, "the container line", lines["container"], "/tmp limited to 1g")
 	if strings.Contains(res.stdout, "test-key") || strings.Contains(res.stderr, "test-key") {
 		t.Error("the key was printed")
 	}
