@@ -374,3 +374,18 @@ func TestGuardKnowsWhoApproves(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkGuardReason measures the guard on a typical command line and on
+// a long here-document.
+func BenchmarkGuardReason(b *testing.B) {
+	for name, command := range map[string]string{
+		"typical":       `cd web && npm ci && npm test -- --watch=false 2>&1 | tail -50`,
+		"heredoc-100KB": "cat > data.txt <<'EOF'\n" + strings.Repeat("some line of text with words\n", 3500) + "EOF",
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				agent.GuardReasonUnattended(command)
+			}
+		})
+	}
+}

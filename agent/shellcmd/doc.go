@@ -30,7 +30,9 @@
 //     sequence.editor, diff.external and the like);
 //   - what a shell reads on its standard input when the command line shows
 //     it: a here-document or here-string (`bash <<EOF`), or the output of
-//     echo, printf, or cat/tee fed by one of these, piped into it.
+//     echo, printf, or cat/tee fed by one of these, piped into it (with
+//     backslash escapes read both as written, as bash's echo prints them,
+//     and decoded, as sh's echo and printf print them).
 //
 // A substitution inside such text (`bash -c "rm $(pwd)"`) is parsed as
 // written. Nesting is capped at MaxDepth levels; deeper is ErrTooDeep.
@@ -69,4 +71,38 @@
 // program is that program (`/bin/rm`, `./rm` and `~/bin/rm` are rm); it is
 // known even for `$DIR/rm`, and empty when the last path element itself is
 // computed (`$X`, `$(echo rm)`, `r?`).
+//
+// # Deciding on what is listed
+//
+// The package reports; callers decide. The guard (package agent) and an
+// "allowed prefix" rule should read the results this way:
+//
+//   - A command with an empty Name runs something nobody can name before
+//     it runs. It is rare in honest commands and the usual way to hide a
+//     command from a reader, so when no one approves the call (--yolo) the
+//     guard refuses it; when someone approves, the prompt shows it. A
+//     prefix rule cannot match it.
+//   - A Dynamic argument is judged by its static Prefix only. Computed
+//     arguments are everywhere in honest commands (`rm "$tmp"`,
+//     `git push origin "$branch"`); refusing them would make --yolo
+//     useless, and guessing their values would be a list of guesses.
+//     `rm $FLAGS dir` therefore passes the guard: it stops mistakes and
+//     plain evasions, and the sandbox, not the guard, is the boundary (a
+//     script file walks around any check of the command line).
+//   - An Error means the listed commands are only those read before it
+//     (bash would run them). A command line that cannot be parsed is
+//     refused when no one approves it; otherwise bash reports the error
+//     itself, usually before running anything, and the approval prompt
+//     shows the line. Limits (IsLimit) are refused either way: nothing
+//     honest nests shell code that deep.
+//
+// # Two parser quirks
+//
+// mvdan.cc/sh reads a '#' right after a closing quote inside (…) or $(…)
+// as the start of a comment, where bash reads it as part of the word; it
+// would hide `rm` in `(echo "x"# ; rm -rf /)`. Each such '#' is escaped
+// before parsing (a backslash before it means the same to bash), in up to
+// a few rounds when one hid another; more is ErrHashes. Its statement
+// iterator may yield again after being told to stop, so every iteration
+// runs to its end. A NUL byte cannot be passed to bash and is an Error.
 package shellcmd

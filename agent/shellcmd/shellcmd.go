@@ -15,6 +15,8 @@ const (
 	MaxCommands = 10_000
 	// maxWrappers caps the wrappers peeled off one command.
 	maxWrappers = 32
+	// maxHashRounds caps the rounds of escapeWordHashes.
+	maxHashRounds = 16
 	// maxBraceWords caps the words one brace expansion may produce; a
 	// larger one is a dynamic word.
 	maxBraceWords = 1_000
@@ -24,6 +26,9 @@ const (
 var (
 	ErrTooDeep = fmt.Errorf("shell code nested more than %d levels deep", MaxDepth)
 	ErrTooMany = fmt.Errorf("more than %d commands", MaxCommands)
+	// ErrHashes is a line where '#' inside words hides '#' inside words
+	// more than a few times over (see the package doc).
+	ErrHashes = errors.New("too many '#' inside words, one hiding the next")
 )
 
 // Error is a command line that could not be read. Via says where the
@@ -45,7 +50,9 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // IsLimit reports an error that is about the size or nesting of a command
 // line rather than its syntax.
-func IsLimit(err error) bool { return errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) }
+func IsLimit(err error) bool {
+	return errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrHashes)
+}
 
 // Script is what a command line runs.
 type Script struct {

@@ -466,3 +466,26 @@ func TestStaticForPrefixRules(t *testing.T) {
 		}
 	}
 }
+
+// TestHashesInWords: inside (…) the parser takes a '#' after a quote for a
+// comment where bash reads a word; shellcmd escapes it, round after round
+// when one hid the next, up to a limit.
+func TestHashesInWords(t *testing.T) {
+	t.Parallel()
+	nested := func(n int) string {
+		return strings.Repeat(`(echo "a"# ; `, n) + "rm -rf x" + strings.Repeat(")", n)
+	}
+	s := parse(t, nested(16))
+	if last := s.Commands[len(s.Commands)-1]; last.Name != "rm" || len(s.Commands) != 17 {
+		t.Errorf("commands: %s", describe(s))
+	}
+	if echo := s.Commands[0]; echo.Args[1].Text != "a#" {
+		t.Errorf("the word is %q", echo.Args[1].Text)
+	}
+	if _, err := shellcmd.Parse(nested(17)); !errors.Is(err, shellcmd.ErrHashes) || !shellcmd.IsLimit(err) {
+		t.Errorf("err %v", err)
+	}
+	if s := parse(t, "(a # a comment ; b\n)"); len(s.Commands) != 1 {
+		t.Errorf("a real comment: %s", describe(s))
+	}
+}

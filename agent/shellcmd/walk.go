@@ -58,7 +58,11 @@ type ctx struct {
 }
 
 func (w *walker) parse(c ctx) error {
-	w.src = escapeWordHashes(w.src)
+	src, err := escapeWordHashes(w.src)
+	if err != nil {
+		return err
+	}
+	w.src = src
 	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
 	// The loop runs to its end: the parser may yield again after the
 	// body asked it to stop, which panics.
@@ -80,12 +84,14 @@ func (w *walker) parse(c ctx) error {
 // quote inside (…) or $(…), the parser ends the line there, and would
 // not see `rm` in `(echo "x"# ; rm -rf /)`. A backslash before that '#'
 // means the same to bash and to the parser.
-func escapeWordHashes(src string) string {
-	p := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true), syntax.RecoverErrors(8))
-	for range strings.Count(src, "#") {
+func escapeWordHashes(src string) (string, error) {
+	p := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true), syntax.RecoverErrors(1000))
+	// Each round escapes every '#' the parser misreads; one may have
+	// hidden another on the same line.
+	for range maxHashRounds + 1 {
 		f, _ := p.Parse(strings.NewReader(src), "")
 		if f == nil {
-			return src
+			return src, nil
 		}
 		var at []int
 		syntax.Walk(f, func(n syntax.Node) bool {
@@ -98,14 +104,14 @@ func escapeWordHashes(src string) string {
 			return true
 		})
 		if len(at) == 0 {
-			return src
+			return src, nil
 		}
 		slices.Sort(at)
 		for i := len(at) - 1; i >= 0; i-- {
 			src = src[:at[i]] + `\` + src[at[i]:]
 		}
 	}
-	return src
+	return src, ErrHashes
 }
 
 // code parses an argument that cmd runs as shell code, one level deeper.
