@@ -136,7 +136,7 @@ func commandWhy(c *shellcmd.Command) string {
 				return whyDd
 			}
 		}
-	case name == "tee":
+	case diskWriters[name]:
 		for _, a := range args[1:] {
 			if isDisk(a) {
 				return whyDisk
@@ -330,6 +330,12 @@ func isDevice(p string) bool {
 	return !strings.HasPrefix(rest, "fd/") && !strings.HasPrefix(rest, "pts/") && !strings.HasPrefix(rest, "shm/")
 }
 
+// Programs that write onto a device named as an operand.
+var diskWriters = map[string]bool{
+	"tee": true, "cp": true, "shred": true, "wipefs": true, "blkdiscard": true, "mkswap": true,
+	"fdisk": true, "sfdisk": true, "sgdisk": true, "parted": true,
+}
+
 var diskDevice = regexp.MustCompile(`^/dev/(?:sd|nvme|disk|hd|xvd|vd|mmcblk)`)
 
 // isDisk reports a disk device path, as far as the word is known.
@@ -392,7 +398,7 @@ func runsDownload(c *shellcmd.Command) bool {
 }
 
 // SQL that destroys data.
-var destructiveSQL = regexp.MustCompile(`(?i)\b(?:drop|truncate)\s+(?:table|database|schema)\b`)
+var destructiveSQL = regexp.MustCompile(`(?is)\b(?:drop|truncate)(?:\s|/\*.*?\*/)+(?:table|database|schema)\b`)
 
 // Programs that never run SQL: what they are given only prints, searches,
 // stores or versions text. Their words are data; their output still

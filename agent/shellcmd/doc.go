@@ -21,7 +21,7 @@
 // one Depth deeper:
 //
 //   - the -c string of sh, bash, zsh, dash, ksh, mksh, ash and fish (also
-//     fish's --command=);
+//     fish's --command=, and of a computed command given -c: `$SHELL -c`);
 //   - the arguments of eval, the action of trap, the value of alias NAME=VALUE;
 //   - the -c/--command string of su, runuser, script and flock;
 //   - the command of watch (joined as watch does, unless -x);
@@ -32,14 +32,16 @@
 //     it: a here-document or here-string (`bash <<EOF`), or the output of
 //     echo, printf, or cat/tee fed by one of these, piped into it (with
 //     backslash escapes read both as written, as bash's echo prints them,
-//     and decoded, as sh's echo and printf print them).
+//     and decoded, as sh's echo and printf print them), also when the
+//     shell or source reads /dev/stdin.
 //
 // A substitution inside such text (`bash -c "rm $(pwd)"`) is parsed as
 // written. Nesting is capped at MaxDepth levels; deeper is ErrTooDeep.
 //
 // Shell code a shell reads from somewhere the command line does not show (a
 // pipe from another program, a process substitution: `curl … | sh`,
-// `bash <(curl …)`, `source <(…)`) is listed as a command with an empty
+// `bash <(curl …)`, `source <(…)`, a shell inside `>(…)`, the input xargs
+// -I puts into `sh -c '… {}'`) is listed as a command with an empty
 // Name whose only word stands for that code, with Sources naming the
 // programs whose output it is. Code in files (`bash script.sh`, `make`,
 // `npm test`) is not read: it is the files' business, not the command

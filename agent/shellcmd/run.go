@@ -33,7 +33,34 @@ func (w *walker) run(args []resolved, c ctx) (*Command, error) {
 	if err := w.emit(cmd); err != nil {
 		return cmd, err
 	}
-	return cmd, w.carried(cmd, args, c)
+	if err := w.carried(cmd, args, c); err != nil {
+		return cmd, err
+	}
+	if cmd.Code && xargsReplaces(cmd) {
+		// xargs -I puts its input into the code (sh -c 'x {}').
+		var sources []string
+		if cmd.Stdin != nil {
+			sources = cmd.Stdin.Sources
+		}
+		return cmd, w.unknownCode(cmd, "(the input xargs puts into the code)", sources)
+	}
+	return cmd, nil
+}
+
+// xargsReplaces reports a command run by xargs -I, -i or --replace.
+func xargsReplaces(cmd *Command) bool {
+	for _, wr := range cmd.Wrappers {
+		if wr.Name != "xargs" {
+			continue
+		}
+		for _, a := range wr.Args[1:] {
+			t := a.Text
+			if strings.HasPrefix(t, "--replace") || (len(t) > 1 && t[0] == '-' && t[1] != '-' && strings.ContainsAny(t, "Ii")) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func plain(rs []resolved) []Word {
@@ -56,9 +83,16 @@ func (w *walker) carried(cmd *Command, args []resolved, c ctx) error {
 		}
 		return w.code(cmd, joinText(args[1:]), "eval")
 	case name == "source" || name == ".":
-		if len(args) > 1 && args[1].procSubst {
+		switch {
+		case len(args) < 2:
+		case args[1].procSubst:
 			return w.unknownCode(cmd, args[1].Text, args[1].Sources)
+		case isStdin(args[1].Text):
+			return w.stdinCode(cmd)
 		}
+	case name == "" && len(args) > 1 && isShellCFlag(args[1]):
+		// `$SHELL -c '…'`: whatever runs, the code is likely shell.
+		return w.shell(cmd, args)
 	case name == "trap":
 		ops := args[skipOpts(args, 1, "", nil):]
 		if len(ops) >= 2 && ops[0].Text != "-" {
@@ -112,7 +146,7 @@ func joinText(rs []resolved) string {
 // shell reads the code a shell runs: its -c string, a script that is a
 // process substitution, or its standard input.
 func (w *walker) shell(cmd *Command, args []resolved) error {
-	via := cmd.Name + " -c"
+	via := args[0].Text + " -c"
 	i, dashC, dashS := 1, false, false
 	var code *resolved
 options:
@@ -173,10 +207,38 @@ options:
 		if ops[0].procSubst {
 			return w.unknownCode(cmd, ops[0].Text, ops[0].Sources)
 		}
-		if ops[0].Text != "/dev/stdin" {
+		if !isStdin(ops[0].Text) {
 			return nil // a script file: not the command line's
 		}
 	}
+	return w.stdinCode(cmd)
+}
+
+// isStdin reports a path that names standard input.
+func isStdin(p string) bool {
+	switch p {
+	case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
+		return true
+	}
+	return false
+}
+
+// isShellCFlag reports -c, or a cluster of letters with c (-ec).
+func isShellCFlag(w resolved) bool {
+	t := w.Text
+	if w.Dynamic || len(t) < 2 || t[0] != '-' || t[1] == '-' {
+		return false
+	}
+	for _, r := range t[1:] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return strings.ContainsRune(t, 'c')
+}
+
+// stdinCode reads what cmd reads on its input as shell code.
+func (w *walker) stdinCode(cmd *Command) error {
 	in := cmd.Stdin
 	if in == nil || in.File != "" {
 		return nil

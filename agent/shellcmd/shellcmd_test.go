@@ -204,6 +204,9 @@ func TestEveryCommandIsFound(t *testing.T) {
 		{"cat of a here-document piped into a shell", "cat <<'EOF' | sh\na\nEOF", []string{"cat", "sh", "a"}},
 		{"a shell reading a file", "bash script.sh; sh < script.sh", []string{"bash", "sh"}},
 		{"trap", "trap 'a' EXIT", []string{"trap", "a"}},
+		{"source of stdin", "source /dev/stdin <<< 'a'", []string{"source", "a"}},
+		{"a shell of /dev/fd/0", "bash /dev/fd/0 <<< 'a'", []string{"bash", "a"}},
+		{"a computed shell with -c", "$SHELL -ec 'a'", []string{"", "a"}},
 		{"alias", "alias x='a | b'", []string{"alias", "a", "b"}},
 		{"su -c", "su -l -c 'a' root", []string{"su", "a"}},
 		{"script -c", "script -q -c 'a' /dev/null", []string{"script", "a"}},
@@ -263,6 +266,27 @@ func TestUnknownCodeIsListed(t *testing.T) {
 				t.Errorf("%s is not marked as running code", runner)
 			}
 		})
+	}
+}
+
+func TestCodeFromInputNobodySees(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, command string }{
+		{"a shell in >(…)", "echo a > >(sh)"},
+		{"xargs -I into sh -c", "ls | xargs -I{} sh -c 'cat {}'"},
+		{"xargs --replace into bash -c", "ls | xargs --replace bash -c 'cat {}'"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := parse(t, c.command)
+			if !slices.ContainsFunc(s.Commands, func(cmd *shellcmd.Command) bool { return cmd.Name == "" && cmd.Depth == 1 }) {
+				t.Errorf("no unknown code among %s", describe(s))
+			}
+		})
+	}
+	if s := parse(t, "ls | xargs -0 sh -c 'cat \"$@\"' sh"); slices.ContainsFunc(s.Commands, func(cmd *shellcmd.Command) bool { return cmd.Name == "" }) {
+		t.Errorf("xargs without -I: %s", describe(s))
 	}
 }
 

@@ -294,16 +294,21 @@ func (w *walker) substs(n syntax.Node, c ctx) error {
 			return false
 		}
 		var sts []*syntax.Stmt
+		inner := ctx{fn: c.fn}
 		switch x := n.(type) {
 		case *syntax.CmdSubst:
 			sts = x.Stmts
 		case *syntax.ProcSubst:
 			sts = x.Stmts
+			if x.Op == syntax.CmdOut {
+				// >(…) reads what the command writes into it.
+				inner.stdin = &Input{Dynamic: true}
+			}
 		default:
 			return true
 		}
 		start := len(w.s.Commands)
-		err = w.stmts(sts, ctx{fn: c.fn})
+		err = w.stmts(sts, inner)
 		w.sources[n] = names(w.s.Commands[start:])
 		return false
 	})
