@@ -252,7 +252,7 @@ func (e *Engine) mismatch(c container.InspectResponse, p containerPlan) string {
 	if c.Config == nil || c.HostConfig == nil {
 		return "it has no configuration"
 	}
-	if !e.ownsContainer(c.Name, c.Config.Labels) {
+	if !e.ownsContainer(c.ID, c.Name, c.Config.Labels) {
 		return "it does not carry this user's shiro owner label"
 	}
 	cfg, want := c.Config, p.config
@@ -321,6 +321,10 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, p containerP
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", name, err)
 	}
+	// Registered before it has its name: a racing shiro that finds it
+	// under that name finds it registered too.
+	e.reg.addContainer(res.ID)
+	e.registerVolumes(ctx, p)
 	if err := e.prepareUser(ctx, res.ID, opts, p); err != nil {
 		e.removeQuietly(ctx, res.ID)
 		return "", err
@@ -342,6 +346,25 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, p containerP
 	return res.ID, nil
 }
 
+// registerVolumes records the plan's volumes the engine just made (those
+// not registered yet: checkVolumes found them absent).
+func (e *Engine) registerVolumes(ctx context.Context, p containerPlan) {
+	for name := range p.volumes {
+		if _, ok := e.reg.volume(name); ok {
+			continue
+		}
+		list, err := e.ctr.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("name", name)})
+		if err != nil {
+			continue
+		}
+		for _, v := range list.Items {
+			if v.Name == name {
+				e.reg.addVolume(name, v.CreatedAt)
+			}
+		}
+	}
+}
+
 // checkVolumes refuses to mount a volume under one of the plan's names
 // that shiro did not make for this user (a planted HOME would run its
 // ~/.profile in every command).
@@ -352,7 +375,7 @@ func (e *Engine) checkVolumes(ctx context.Context, p containerPlan) error {
 			return fmt.Errorf("list volumes: %w", err)
 		}
 		for _, v := range list.Items {
-			if v.Name == name && !e.ownsVolume(v.Name, v.Labels) {
+			if v.Name == name && !e.ownsVolume(v.Name, v.CreatedAt, v.Labels) {
 				return fmt.Errorf("the volume %s exists but shiro did not make it for you; remove it (docker volume rm %s) or look at what it holds", name, name)
 			}
 		}
@@ -376,6 +399,7 @@ func (e *Engine) removeQuietly(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_, _ = e.ctr.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	e.reg.removeContainer(id)
 }
 
 // ensureHelper copies the current helper into an existing container when it

@@ -19,7 +19,8 @@ import (
 func fakeContainerEngine(t *testing.T) (*Engine, *fakeAPI, Options, helperFile, *[]string) {
 	t.Helper()
 	api := newFakeAPI()
-	e := &Engine{ctr: api, ownerKey: []byte("0123456789abcdef0123456789abcdef"), stateDir: t.TempDir()}
+	state := t.TempDir()
+	e := &Engine{ctr: api, ownerKey: []byte("0123456789abcdef0123456789abcdef"), stateDir: state, reg: registry{dir: state}}
 	bin := filepath.Join(t.TempDir(), "shiro")
 	if err := os.WriteFile(bin, []byte("helper"), 0o755); err != nil {
 		t.Fatal(err)
@@ -111,13 +112,23 @@ func TestReuseOnlyWhatShiroMade(t *testing.T) {
 		{"another entrypoint", func(fc *fakeContainer) { fc.cfg.Entrypoint = []string{"/bin/sh", "-c", "evil"} }},
 		{"a forged owner label", func(fc *fakeContainer) { fc.cfg.Labels[LabelOwner] = strings.Repeat("0", 32) }},
 		{"labels copied from an image, no owner", func(fc *fakeContainer) { delete(fc.cfg.Labels, LabelOwner) }},
+		{"every label and the name copied, made by someone else", nil},
 	}
 	for _, tc := range tamper {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e, api, opts, h, notices := fakeContainerEngine(t)
 			first := ensure(t, e, opts, h, gitPlan{})
-			tc.change(api.find(first.id))
+			if tc.change != nil {
+				tc.change(api.find(first.id))
+			} else { // removed, and made again by someone else, identical
+				fc := api.find(first.id)
+				delete(api.containers, fc.id)
+				replay := *fc
+				replay.id = strings.Repeat("f", 64)
+				api.containers[replay.id] = &replay
+				first.id = replay.id
+			}
 			second := ensure(t, e, opts, h, gitPlan{})
 			if second.id == first.id {
 				t.Fatal("a tampered container was reused")
@@ -177,7 +188,7 @@ func TestRenameRaceUsesTheWinnerOnlyIfItIsShiros(t *testing.T) {
 		}
 		raced = true
 		// Another shiro finishes first, with the same plan.
-		other := &Engine{ctr: api, ownerKey: e.ownerKey, stateDir: e.stateDir}
+		other := &Engine{ctr: api, ownerKey: e.ownerKey, stateDir: e.stateDir, reg: e.reg}
 		api.renameHook = nil
 		c, err := other.ensureContainer(t.Context(), opts, h, gitPlan{}, "ws-id")
 		if err != nil {
@@ -216,7 +227,8 @@ func TestSweepAndPruneTouchOnlyThisUsersContainers(t *testing.T) {
 	api.find(mine.id).running = false
 	// A container with shiro's labels but another user's key, and one
 	// with labels inherited from an image (no owner token).
-	otherUser := &Engine{ctr: api, ownerKey: []byte("another key, another user......."), stateDir: t.TempDir()}
+	otherState := t.TempDir()
+	otherUser := &Engine{ctr: api, ownerKey: []byte("another key, another user......."), stateDir: otherState, reg: registry{dir: otherState}}
 	other := opts
 	other.Workspace = t.TempDir()
 	theirs := ensure(t, otherUser, other, h, gitPlan{})
@@ -244,7 +256,7 @@ func TestSweepAndPruneTouchOnlyThisUsersContainers(t *testing.T) {
 	}
 	// The removed container's volumes went with it.
 	for name := range api.volumes {
-		if strings.Contains(name, workspaceVolumeKey(opts.Workspace, "ws-id")) && e.ownsVolume(name, api.volumes[name]) {
+		if strings.Contains(name, workspaceVolumeKey(opts.Workspace, "ws-id")) && e.ownsVolume(name, "", api.volumes[name]) {
 			t.Errorf("volume %s survived prune", name)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -24,6 +25,7 @@ type Engine struct {
 	// the per-workspace session markers.
 	stateDir string
 	ownerKey []byte
+	reg      registry
 }
 
 // ConnectOption configures Connect.
@@ -60,7 +62,7 @@ func Connect(ctx context.Context, opts ...ConnectOption) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrEngineUnreachable, err)
 	}
-	e := &Engine{api: api, ctr: api, host: api.DaemonHost(), stateDir: o.stateDir, ownerKey: key}
+	e := &Engine{api: api, ctr: api, host: api.DaemonHost(), stateDir: o.stateDir, ownerKey: key, reg: registry{dir: filepath.Join(o.stateDir, "owned")}}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {

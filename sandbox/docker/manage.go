@@ -40,7 +40,7 @@ func (e *Engine) List(ctx context.Context, ws string) ([]ContainerInfo, error) {
 	}
 	out := make([]ContainerInfo, 0, len(res.Items))
 	for _, c := range res.Items {
-		if len(c.Names) == 0 || !e.ownsContainer(c.Names[0], c.Labels) {
+		if len(c.Names) == 0 || !e.ownsContainer(c.ID, c.Names[0], c.Labels) {
 			continue
 		}
 		info := ContainerInfo{
@@ -107,6 +107,7 @@ func (e *Engine) Remove(ctx context.Context, ids ...string) error {
 			errs = append(errs, fmt.Errorf("remove %s: %w", short(id), err))
 			continue
 		}
+		e.reg.removeContainer(id)
 		errs = append(errs, e.removeVolumes(ctx, vols...))
 	}
 	return errors.Join(errs...)
@@ -123,10 +124,15 @@ func (e *Engine) removeVolumes(ctx context.Context, names ...string) error {
 			continue
 		}
 		for _, v := range list.Items {
-			if v.Name != name || !e.ownsVolume(v.Name, v.Labels) {
+			if v.Name != name || !e.ownsVolume(v.Name, v.CreatedAt, v.Labels) {
 				continue
 			}
-			if _, err := e.ctr.VolumeRemove(ctx, name, client.VolumeRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) && !strings.Contains(err.Error(), "in use") {
+			_, err := e.ctr.VolumeRemove(ctx, name, client.VolumeRemoveOptions{})
+			switch {
+			case err == nil, cerrdefs.IsNotFound(err):
+				e.reg.removeVolume(name)
+			case cerrdefs.IsConflict(err), strings.Contains(err.Error(), "in use"):
+			default:
 				errs = append(errs, fmt.Errorf("remove volume %s: %w", name, err))
 			}
 		}
@@ -160,7 +166,7 @@ func (e *Engine) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	}
 	for _, v := range vols.Items {
 		ws := v.Labels[LabelWorkspace]
-		if !e.ownsVolume(v.Name, v.Labels) {
+		if !e.ownsVolume(v.Name, v.CreatedAt, v.Labels) {
 			continue
 		}
 		if _, err := os.Stat(ws); errors.Is(err, os.ErrNotExist) {
@@ -189,7 +195,7 @@ func (e *Engine) sweep(ctx context.Context) {
 		return
 	}
 	for _, c := range res.Items {
-		if len(c.Names) == 0 || !e.ownsContainer(c.Names[0], c.Labels) {
+		if len(c.Names) == 0 || !e.ownsContainer(c.ID, c.Names[0], c.Labels) {
 			continue
 		}
 		if _, err := os.Stat(c.Labels[LabelWorkspace]); errors.Is(err, os.ErrNotExist) {

@@ -66,22 +66,28 @@ func ownerToken(key []byte, kind, name, workspace, config string) string {
 	return hex.EncodeToString(m.Sum(nil))[:32]
 }
 
-// ownsContainer checks a container's labels and name against the key.
-func (e *Engine) ownsContainer(name string, labels map[string]string) bool {
+// ownsContainer checks a container's labels and name against the key,
+// and its id against the registry of what this user's shiro made.
+func (e *Engine) ownsContainer(id, name string, labels map[string]string) bool {
 	if !ours(labels) {
 		return false
 	}
 	want := ownerToken(e.ownerKey, "container", strings.TrimPrefix(name, "/"), labels[LabelWorkspace], labels[LabelConfig])
-	return hmac.Equal([]byte(labels[LabelOwner]), []byte(want))
+	return hmac.Equal([]byte(labels[LabelOwner]), []byte(want)) && e.reg.hasContainer(id)
 }
 
-// ownsVolume checks a volume's labels and name against the key.
-func (e *Engine) ownsVolume(name string, labels map[string]string) bool {
+// ownsVolume checks a volume's labels and name against the key, and its
+// creation time against the registry.
+func (e *Engine) ownsVolume(name, created string, labels map[string]string) bool {
 	if labels[LabelManaged] != "true" || labels[LabelWorkspace] == "" {
 		return false
 	}
 	want := ownerToken(e.ownerKey, "volume", name, labels[LabelWorkspace], "")
-	return hmac.Equal([]byte(labels[LabelOwner]), []byte(want))
+	if !hmac.Equal([]byte(labels[LabelOwner]), []byte(want)) {
+		return false
+	}
+	at, ok := e.reg.volume(name)
+	return ok && at == created
 }
 
 // defaultStateDir is where shiro keeps sandbox state when the caller names

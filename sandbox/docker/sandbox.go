@@ -211,7 +211,7 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result,
 	if errors.Is(err, helper.ErrChannelClosed) && ctx.Err() == nil {
 		return res, fmt.Errorf("the sandbox container %s stopped or was removed while the command ran: %w", s.c.name, err)
 	}
-	res.Notices = append(notices, s.git.after(ctx, clientRunner{ch.client}, ch.client)...)
+	res.Notices = append(append(notices, s.git.after(ctx, clientRunner{ch.client}, ch.client)...), s.takePending()...)
 	return res, err
 }
 

@@ -102,6 +102,12 @@ func repoAt(dir, workspace string) (*Repo, error) {
 	}
 	switch mode := fi.Mode(); {
 	case mode&fs.ModeSymlink != 0:
+		if _, err := os.Stat(dotGit); errors.Is(err, fs.ErrNotExist) {
+			// A symlink that leads nowhere here (such as one shiro left to a
+			// git item moved where only the sandbox sees it): git passes
+			// it by, and so does shiro.
+			return nil, nil
+		}
 		target, _ := os.Readlink(dotGit)
 		return nil, &RepoError{Path: dotGit, Reason: fmt.Sprintf("it is a symlink (to %s)", target), Err: ErrGitSymlink}
 	case mode.IsDir():
