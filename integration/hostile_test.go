@@ -464,7 +464,9 @@ func TestHostileContainersAreNotAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.api.ContainerRemove(context.Background(), squat.ID, client.ContainerRemoveOptions{Force: true}) })
+	t.Cleanup(func() {
+		h.api.ContainerRemove(context.Background(), squat.ID, client.ContainerRemoveOptions{Force: true})
+	})
 	res := h.bash(ws, "test -d /host/etc && echo adopted; true", nil, nil)
 	if strings.Contains(res.stdout, "adopted") {
 		t.Fatal("the squatting container was used as the sandbox")
@@ -478,7 +480,9 @@ func TestHostileContainersAreNotAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.api.ContainerRemove(context.Background(), other.ID, client.ContainerRemoveOptions{Force: true}) })
+	t.Cleanup(func() {
+		h.api.ContainerRemove(context.Background(), other.ID, client.ContainerRemoveOptions{Force: true})
+	})
 	if r := h.shiro(ws, nil, "sandbox", "prune"); r.code != 0 {
 		t.Fatalf("prune: %d %s", r.code, r.stderr)
 	}
