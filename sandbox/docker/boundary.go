@@ -221,7 +221,10 @@ func (b *boundary) replace(rel, target string) error {
 	return nil
 }
 
-func (b *boundary) close() { b.root.Close() }
+func (b *boundary) close() {
+	b.scanner.Close()
+	b.root.Close()
+}
 
 func displayDir(rel string) string {
 	if rel == "." {

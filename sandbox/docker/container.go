@@ -350,7 +350,7 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, p containerP
 // not registered yet: checkVolumes found them absent).
 func (e *Engine) registerVolumes(ctx context.Context, p containerPlan) {
 	for name := range p.volumes {
-		if _, ok := e.reg.volume(name); ok {
+		if e.reg.hasVolume(name) {
 			continue
 		}
 		list, err := e.ctr.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("name", name)})
@@ -359,7 +359,7 @@ func (e *Engine) registerVolumes(ctx context.Context, p containerPlan) {
 		}
 		for _, v := range list.Items {
 			if v.Name == name {
-				e.reg.addVolume(name, v.CreatedAt)
+				e.reg.addVolume(name)
 			}
 		}
 	}
@@ -375,7 +375,7 @@ func (e *Engine) checkVolumes(ctx context.Context, p containerPlan) error {
 			return fmt.Errorf("list volumes: %w", err)
 		}
 		for _, v := range list.Items {
-			if v.Name == name && !e.ownsVolume(v.Name, v.CreatedAt, v.Labels) {
+			if v.Name == name && !e.ownsVolume(v.Name, v.Labels) {
 				return fmt.Errorf("the volume %s exists but shiro did not make it for you; remove it (docker volume rm %s) or look at what it holds", name, name)
 			}
 		}

@@ -256,7 +256,7 @@ func TestSweepAndPruneTouchOnlyThisUsersContainers(t *testing.T) {
 	}
 	// The removed container's volumes went with it.
 	for name := range api.volumes {
-		if strings.Contains(name, workspaceVolumeKey(opts.Workspace, "ws-id")) && e.ownsVolume(name, "", api.volumes[name]) {
+		if strings.Contains(name, workspaceVolumeKey(opts.Workspace, "ws-id")) && e.ownsVolume(name, api.volumes[name]) {
 			t.Errorf("volume %s survived prune", name)
 		}
 	}

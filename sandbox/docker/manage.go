@@ -124,7 +124,7 @@ func (e *Engine) removeVolumes(ctx context.Context, names ...string) error {
 			continue
 		}
 		for _, v := range list.Items {
-			if v.Name != name || !e.ownsVolume(v.Name, v.CreatedAt, v.Labels) {
+			if v.Name != name || !e.ownsVolume(v.Name, v.Labels) {
 				continue
 			}
 			_, err := e.ctr.VolumeRemove(ctx, name, client.VolumeRemoveOptions{})
@@ -166,7 +166,7 @@ func (e *Engine) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	}
 	for _, v := range vols.Items {
 		ws := v.Labels[LabelWorkspace]
-		if !e.ownsVolume(v.Name, v.CreatedAt, v.Labels) {
+		if !e.ownsVolume(v.Name, v.Labels) {
 			continue
 		}
 		if _, err := os.Stat(ws); errors.Is(err, os.ErrNotExist) {

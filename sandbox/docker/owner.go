@@ -77,8 +77,11 @@ func (e *Engine) ownsContainer(id, name string, labels map[string]string) bool {
 }
 
 // ownsVolume checks a volume's labels and name against the key, and its
-// creation time against the registry.
-func (e *Engine) ownsVolume(name, created string, labels map[string]string) bool {
+// name against the registry. (A volume has no identity the engine assigns
+// and keeps: its reported creation time moves as it is written. Whoever
+// could replace one of shiro's volumes with a copy could write into the
+// original as well.)
+func (e *Engine) ownsVolume(name string, labels map[string]string) bool {
 	if labels[LabelManaged] != "true" || labels[LabelWorkspace] == "" {
 		return false
 	}
@@ -86,8 +89,7 @@ func (e *Engine) ownsVolume(name, created string, labels map[string]string) bool
 	if !hmac.Equal([]byte(labels[LabelOwner]), []byte(want)) {
 		return false
 	}
-	at, ok := e.reg.volume(name)
-	return ok && at == created
+	return e.reg.hasVolume(name)
 }
 
 // defaultStateDir is where shiro keeps sandbox state when the caller names

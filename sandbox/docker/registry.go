@@ -7,7 +7,7 @@ import (
 )
 
 // registry remembers, in the user's data directory, the containers (by
-// id) and volumes (by name and creation time) this user's shiro made. The
+// id) and volumes (by name) this user's shiro made. The
 // owner label filters; the registry decides: a container or volume that
 // copies every label of one of shiro's, name included, is still not in it.
 type registry struct{ dir string }
@@ -30,9 +30,9 @@ func (r registry) get(kind, name string) (string, bool) {
 
 func (r registry) remove(kind, name string) { _ = os.Remove(r.path(kind, name)) }
 
-func (r registry) addContainer(id string)            { r.add("c", id, "") }
-func (r registry) hasContainer(id string) bool       { _, ok := r.get("c", id); return ok }
-func (r registry) removeContainer(id string)         { r.remove("c", id) }
-func (r registry) addVolume(name, created string)    { r.add("v", name, created) }
-func (r registry) volume(name string) (string, bool) { return r.get("v", name) }
-func (r registry) removeVolume(name string)          { r.remove("v", name) }
+func (r registry) addContainer(id string)      { r.add("c", id, "") }
+func (r registry) hasContainer(id string) bool { _, ok := r.get("c", id); return ok }
+func (r registry) removeContainer(id string)   { r.remove("c", id) }
+func (r registry) addVolume(name string)       { r.add("v", name, "") }
+func (r registry) hasVolume(name string) bool  { _, ok := r.get("v", name); return ok }
+func (r registry) removeVolume(name string)    { r.remove("v", name) }

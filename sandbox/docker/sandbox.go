@@ -91,7 +91,7 @@ func (e *Engine) Open(ctx context.Context, opts Options) (*Sandbox, error) {
 
 // watchInterval is the shortest pause between background sweeps; a sweep
 // that takes long stretches it (to twenty times its duration).
-const watchInterval = 2 * time.Second
+const watchInterval = 250 * time.Millisecond
 
 // watch sweeps the workspace while the session is open, so that a
 // repository a background process makes is out of the host's reach within

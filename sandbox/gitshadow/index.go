@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -15,19 +16,46 @@ import (
 // its case. Split and sparse indexes are refused (they depend on other
 // files or on a mode shiro does not mirror).
 func validateIndex(b []byte) error {
+	_, err := indexEntries(b)
+	return err
+}
+
+// indexEntry is what an index says of one path, without the stat data
+// git refreshes on every status.
+type indexEntry struct {
+	path  string
+	mode  uint32
+	oid   [20]byte
+	stage uint16
+}
+
+// sameStaging reports whether two indexes stage the same content (paths,
+// modes, object ids, stages), whatever their stat data and extensions:
+// a git status on the host rewrites the index without changing what is
+// staged.
+func sameStaging(a, b []byte) bool {
+	ea, erra := indexEntries(a)
+	eb, errb := indexEntries(b)
+	return erra == nil && errb == nil && slices.Equal(ea, eb)
+}
+
+// indexEntries checks an index (see validateIndex) and returns its
+// entries.
+func indexEntries(b []byte) ([]indexEntry, error) {
+	var out []indexEntry
 	if len(b) < 12+20 {
-		return errors.New("index too short")
+		return nil, errors.New("index too short")
 	}
 	if !bytes.Equal(b[:4], []byte("DIRC")) {
-		return errors.New("not an index")
+		return nil, errors.New("not an index")
 	}
 	version := binary.BigEndian.Uint32(b[4:8])
 	if version < 2 || version > 4 {
-		return fmt.Errorf("index version %d", version)
+		return nil, fmt.Errorf("index version %d", version)
 	}
 	body, sum := b[:len(b)-20], b[len(b)-20:]
 	if got := sha1.Sum(body); !bytes.Equal(got[:], sum) {
-		return errors.New("index checksum mismatch")
+		return nil, errors.New("index checksum mismatch")
 	}
 	count := int(binary.BigEndian.Uint32(b[8:12]))
 	pos := 12
@@ -35,7 +63,7 @@ func validateIndex(b []byte) error {
 	for i := 0; i < count; i++ {
 		const fixed = 62 // stat data (40), object id (20), flags (2)
 		if pos+fixed > len(body) {
-			return errors.New("index truncated")
+			return nil, errors.New("index truncated")
 		}
 		mode := binary.BigEndian.Uint32(b[pos+24:])
 		flags := binary.BigEndian.Uint16(b[pos+60:])
@@ -43,7 +71,7 @@ func validateIndex(b []byte) error {
 		pos += fixed
 		if flags&0x4000 != 0 {
 			if version < 3 {
-				return errors.New("extended flags in a version 2 index")
+				return nil, errors.New("extended flags in a version 2 index")
 			}
 			pos += 2 // skip-worktree and intent-to-add bits
 		}
@@ -51,19 +79,19 @@ func validateIndex(b []byte) error {
 		if version == 4 {
 			strip, n := readV4Varint(b[pos:])
 			if n <= 0 || int(strip) > len(prev) {
-				return errors.New("index path compression out of range")
+				return nil, errors.New("index path compression out of range")
 			}
 			pos += n
 			end := bytes.IndexByte(b[pos:len(body)], 0)
 			if end < 0 {
-				return errors.New("index path unterminated")
+				return nil, errors.New("index path unterminated")
 			}
 			name = prev[:len(prev)-int(strip)] + string(b[pos:pos+end])
 			pos += end + 1
 		} else {
 			end := bytes.IndexByte(b[pos:len(body)], 0)
 			if end < 0 {
-				return errors.New("index path unterminated")
+				return nil, errors.New("index path unterminated")
 			}
 			name = string(b[pos : pos+end])
 			pos += end + 1
@@ -72,41 +100,44 @@ func validateIndex(b []byte) error {
 				pos++
 			}
 			if pos > len(body) {
-				return errors.New("index truncated")
+				return nil, errors.New("index truncated")
 			}
 		}
 		if err := checkIndexPath(name); err != nil {
-			return err
+			return nil, err
 		}
 		switch mode {
 		case 0o100644, 0o100755, 0o120000, 0o160000:
 		default:
-			return fmt.Errorf("index entry %q has mode %o", name, mode)
+			return nil, fmt.Errorf("index entry %q has mode %o", name, mode)
 		}
 		if mode == 0o120000 && strings.EqualFold(lastComponent(name), ".gitmodules") {
-			return fmt.Errorf("index entry %q: .gitmodules as a symlink", name)
+			return nil, fmt.Errorf("index entry %q: .gitmodules as a symlink", name)
 		}
+		e := indexEntry{path: name, mode: mode, stage: (flags >> 12) & 3}
+		copy(e.oid[:], b[start+40:start+60])
+		out = append(out, e)
 		prev = name
 	}
 	// Extensions: a 4-byte signature and a 4-byte size each.
 	for pos < len(body) {
 		if pos+8 > len(body) {
-			return errors.New("index extension truncated")
+			return nil, errors.New("index extension truncated")
 		}
 		sig := string(b[pos : pos+4])
 		size := int(binary.BigEndian.Uint32(b[pos+4:]))
 		switch sig {
 		case "link":
-			return errors.New("split index")
+			return nil, errors.New("split index")
 		case "sdir":
-			return errors.New("sparse index")
+			return nil, errors.New("sparse index")
 		}
 		pos += 8 + size
 		if pos > len(body) || size < 0 {
-			return errors.New("index extension truncated")
+			return nil, errors.New("index extension truncated")
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // readV4Varint reads git's offset varint (the encoding of index v4 path

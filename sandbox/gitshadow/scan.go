@@ -6,8 +6,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -52,6 +54,23 @@ type Scanner struct {
 	known map[string]string
 
 	cache map[string]*dirState
+	// events, when the platform has them, say which directories changed
+	// since the last scan; primed is set once every directory is watched.
+	events eventSource
+	primed bool
+}
+
+// eventSource tells which directories' entries changed since it was last
+// asked (inotify on Linux).
+type eventSource interface {
+	// watch starts watching the open directory f, known as rel.
+	watch(rel string, f *os.File) bool
+	// forget stops watching rel.
+	forget(rel string)
+	// changed returns the changed directories, or all=true when it lost
+	// track and everything must be looked at.
+	changed() (dirs map[string]bool, all bool)
+	close()
 }
 
 type dirState struct {
@@ -65,14 +84,36 @@ type dirState struct {
 // NewScanner scans ws (opened as root). store is the path prefix under
 // which moved items live in the sandbox (a symlink to it is shiro's).
 func NewScanner(ws string, root *os.Root, store string) *Scanner {
-	return &Scanner{ws: ws, root: root, store: strings.TrimSuffix(store, "/") + "/", protected: map[string]bool{}, known: map[string]string{}, cache: map[string]*dirState{}}
+	return &Scanner{ws: ws, root: root, store: strings.TrimSuffix(store, "/") + "/", protected: map[string]bool{}, known: map[string]string{}, cache: map[string]*dirState{},
+		events: newEvents()}
+}
+
+// Close releases the scanner's kernel watches.
+func (s *Scanner) Close() {
+	if s.events != nil {
+		s.events.close()
+		s.events = nil
+	}
 }
 
 // Protect marks paths (relative to the workspace) the sandbox cannot
-// change: they are neither reported nor descended into.
+// change: they are neither reported nor descended into, from now on and in
+// what earlier scans cached.
 func (s *Scanner) Protect(rels ...string) {
 	for _, r := range rels {
 		s.protected[r] = true
+	}
+	for _, st := range s.cache {
+		st.findings = slices.DeleteFunc(st.findings, func(f Finding) bool { return s.protected[f.Path] || s.protected[path.Dir(f.Path)] })
+		var kept []string
+		for _, c := range st.children {
+			if s.protected[c] {
+				s.dropTree(c)
+				continue
+			}
+			kept = append(kept, c)
+		}
+		st.children = kept
 	}
 }
 
@@ -92,8 +133,20 @@ func (s *Scanner) Know(findings []Finding) {
 // the next scan too, as the clock's granularity could hide a second change.
 const racyWindow = 2 * time.Second
 
-// Scan returns every finding in the workspace, sorted by path.
+// Scan returns every finding in the workspace, sorted by path. With
+// kernel events it re-reads only the directories they name (and what
+// appeared below them); without, or when the events lost track, it looks
+// at every directory's change time and re-reads those that changed.
 func (s *Scanner) Scan() ([]Finding, error) {
+	if s.events != nil && s.primed {
+		dirs, all := s.events.changed()
+		if !all {
+			if err := s.refresh(dirs); err != nil {
+				return nil, err
+			}
+			return s.collect(), nil
+		}
+	}
 	seen := map[string]bool{}
 	var out []Finding
 	if err := s.visit(".", time.Now(), seen, &out); err != nil {
@@ -101,11 +154,84 @@ func (s *Scanner) Scan() ([]Finding, error) {
 	}
 	for rel := range s.cache {
 		if !seen[rel] {
-			delete(s.cache, rel)
+			s.drop(rel)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	s.primed = s.events != nil
+	sortFindings(out)
 	return out, nil
+}
+
+// refresh re-reads the changed directories: their findings, their gone
+// children and whatever new directories appeared below them.
+func (s *Scanner) refresh(dirs map[string]bool) error {
+	rels := make([]string, 0, len(dirs))
+	for rel := range dirs {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels) // parents first
+	for _, rel := range rels {
+		old, ok := s.cache[rel]
+		if !ok {
+			continue // gone with a parent refreshed earlier
+		}
+		st, err := s.read(rel, 0, 0)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
+				s.dropTree(rel)
+				continue
+			}
+			return err
+		}
+		s.cache[rel] = st
+		now := map[string]bool{}
+		for _, c := range st.children {
+			now[c] = true
+			if _, known := s.cache[c]; !known {
+				if err := s.visit(c, time.Now(), map[string]bool{}, new([]Finding)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, c := range old.children {
+			if !now[c] {
+				s.dropTree(c)
+			}
+		}
+	}
+	return nil
+}
+
+// collect returns the findings of every cached directory.
+func (s *Scanner) collect() []Finding {
+	var out []Finding
+	for _, st := range s.cache {
+		out = append(out, st.findings...)
+	}
+	sortFindings(out)
+	return out
+}
+
+func sortFindings(out []Finding) {
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+}
+
+// drop forgets one directory.
+func (s *Scanner) drop(rel string) {
+	delete(s.cache, rel)
+	if s.events != nil {
+		s.events.forget(rel)
+	}
+}
+
+// dropTree forgets a directory and everything cached below it.
+func (s *Scanner) dropTree(rel string) {
+	if st, ok := s.cache[rel]; ok {
+		for _, c := range st.children {
+			s.dropTree(c)
+		}
+	}
+	s.drop(rel)
 }
 
 func (s *Scanner) visit(rel string, now time.Time, seen map[string]bool, out *[]Finding) error {
@@ -145,8 +271,13 @@ func (s *Scanner) read(rel string, ino uint64, ctime int64) (*dirState, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	if s.events != nil && !s.events.watch(rel, f) {
+		// Out of watches (or none here): every scan walks the tree.
+		s.events.close()
+		s.events, s.primed = nil, false
+	}
 	entries, err := f.ReadDir(-1)
-	f.Close()
 	if err != nil {
 		return nil, err
 	}

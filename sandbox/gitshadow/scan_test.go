@@ -37,11 +37,31 @@ func mustScan(t *testing.T, s *Scanner) []string {
 	return paths(fs)
 }
 
+// scanModes runs a scanner test with kernel events (where there are any)
+// and with the change-time walk alone.
+func scanModes(t *testing.T, test func(t *testing.T, newScanner func(ws string) *Scanner)) {
+	t.Run("events", func(t *testing.T) {
+		t.Parallel()
+		test(t, func(ws string) *Scanner { return scanner(t, ws) })
+	})
+	t.Run("walk", func(t *testing.T) {
+		t.Parallel()
+		test(t, func(ws string) *Scanner {
+			s := scanner(t, ws)
+			s.Close()
+			return s
+		})
+	})
+}
+
 func TestScannerFindsWhatGitTakesForARepository(t *testing.T) {
 	requireGit(t)
-	t.Parallel()
+	scanModes(t, testScannerFinds)
+}
+
+func testScannerFinds(t *testing.T, newScanner func(string) *Scanner) {
 	ws := newRepo(t)
-	s := scanner(t, ws)
+	s := newScanner(ws)
 	s.Protect(".git")
 	if got := mustScan(t, s); len(got) != 0 {
 		t.Fatalf("a fresh repository: %v", got)
@@ -83,12 +103,15 @@ func TestScannerFindsWhatGitTakesForARepository(t *testing.T) {
 }
 
 func TestScannerRereadsOnlyWhatChanged(t *testing.T) {
-	t.Parallel()
+	scanModes(t, testScannerRereads)
+}
+
+func testScannerRereads(t *testing.T, newScanner func(string) *Scanner) {
 	ws := t.TempDir()
 	for i := range 50 {
 		os.MkdirAll(filepath.Join(ws, fmt.Sprintf("d%d/e/f", i)), 0o755)
 	}
-	s := scanner(t, ws)
+	s := newScanner(ws)
 	mustScan(t, s)
 	// Make every directory old enough to be trusted, as a real tree is.
 	for _, st := range s.cache {
@@ -132,4 +155,22 @@ func diffCache(before map[string]*dirState, s *Scanner) []string {
 	}
 	sortStrings(out)
 	return out
+}
+
+func TestProtectAppliesToWhatWasAlreadyScanned(t *testing.T) {
+	requireGit(t)
+	scanModes(t, func(t *testing.T, newScanner func(string) *Scanner) {
+		ws := t.TempDir()
+		gitIn(t, ws, nil, "init", "-q", "user-repo")
+		os.MkdirAll(filepath.Join(ws, "lib"), 0o755)
+		os.WriteFile(filepath.Join(ws, "lib", ".git"), []byte("gitdir: ../x\n"), 0o644)
+		s := newScanner(ws)
+		if got := mustScan(t, s); len(got) != 2 {
+			t.Fatalf("first scan: %q", got)
+		}
+		s.Protect("user-repo/.git", "lib/.git")
+		if got := mustScan(t, s); len(got) != 0 {
+			t.Errorf("after Protect: %q", got)
+		}
+	})
 }

@@ -642,7 +642,7 @@ func (s *Syncer) pullFiles(shadow, host Snapshot, store func(string) *objectStor
 			notice(".git/%s stays in the sandbox: %s", rel, why)
 			force[rel] = true
 		}
-		if hok != bok || !bytes.Equal(hv, bv) {
+		if hok != bok || !bytes.Equal(hv, bv) && !(name == "index" && sameStaging(hv, bv)) {
 			refuse("it changed in your repository meanwhile")
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shiroagent/shiro/sandbox"
 )
@@ -366,5 +367,33 @@ func TestUnchangedFingerprintCostsNothing(t *testing.T) {
 	}
 	if got := fs.calls[calls:]; len(got) > 1 {
 		t.Errorf("helper calls with nothing changed: %v", got)
+	}
+}
+
+func TestHostStatusRefreshDoesNotBlockTheIndex(t *testing.T) {
+	requireGit(t)
+	t.Parallel()
+	ws := newRepo(t)
+	os.WriteFile(filepath.Join(ws, "c.txt"), []byte("c\n"), 0o644)
+	gitIn(t, ws, nil, "add", "c.txt")
+	gitIn(t, ws, nil, "commit", "-qm", "c")
+	s, fs, inSandbox := shadowed(t, ws)
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("edited\n"), 0o644)
+	inSandbox("add", "a.txt")
+	inSandbox("commit", "-qm", "edit")
+	// Meanwhile the user's prompt runs git status, which rewrites the
+	// host's index with fresh stat data but stages nothing new.
+	before, _ := os.ReadFile(filepath.Join(ws, ".git", "index"))
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(ws, "c.txt"), old, old)
+	gitIn(t, ws, nil, "status", "--porcelain")
+	if now, _ := os.ReadFile(filepath.Join(ws, ".git", "index")); bytes.Equal(before, now) {
+		t.Fatal("git status did not rewrite the host's index; the test needs it to")
+	}
+	if n := after(t, s, fs); len(n) != 0 {
+		t.Errorf("notices: %q", n)
+	}
+	if got := gitIn(t, ws, nil, "status", "--porcelain"); got != "" {
+		t.Errorf("host status after the sandbox's commit:\n%s", got)
 	}
 }
