@@ -164,6 +164,29 @@ func (t Tree) ReadDir(name string) ([]fs.DirEntry, error) {
 	return ents, nil
 }
 
+// OpenRoot opens the directory name as a root of its own (a build context
+// inside the workspace), refusing what Open refuses and anything that is
+// not a directory.
+//
+// os.Root.OpenRoot takes no flags, so the check is a stat before the open:
+// a FIFO swapped in between would block it. Only the sandbox can make that
+// swap, and it gains nothing but a stalled start (the third ctrl-c
+// exits).
+func (t Tree) OpenRoot(name string) (*os.Root, error) {
+	fi, err := t.Root.Stat(name)
+	if err != nil {
+		return nil, t.refusal(name, err)
+	}
+	if !fi.IsDir() {
+		return nil, &Refusal{Path: name, Reason: Kind(fi.Mode()) + ", not a directory"}
+	}
+	r, err := t.Root.OpenRoot(name)
+	if err != nil {
+		return nil, t.refusal(name, err)
+	}
+	return r, nil
+}
+
 // openDir opens the directory name without blocking on whatever else it
 // may turn out to be.
 func (t Tree) openDir(name string) (*os.File, error) {

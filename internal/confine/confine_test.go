@@ -180,3 +180,26 @@ func TestOpenRegularKeepsRootErrors(t *testing.T) {
 		t.Error("a FIFO or no error counted as an escape")
 	}
 }
+
+func TestTreeOpenRoot(t *testing.T) {
+	t.Parallel()
+	tree, _ := hostile(t)
+	r, err := tree.OpenRoot("docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	for name, want := range map[string]string{
+		"outdir":   "outdir is a symlink that leaves the workspace; not read",
+		"fifo.md":  "fifo.md is a FIFO, not a directory; not read",
+		"plain.md": "plain.md is a regular file, not a directory; not read",
+	} {
+		r, err := tree.OpenRoot(name)
+		if err == nil {
+			r.Close()
+		}
+		if rf, ok := AsRefusal(err); !ok || rf.Error() != want {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+}
