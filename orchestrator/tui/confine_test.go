@@ -109,3 +109,21 @@ func TestFilePickerIndexStaysInTheWorkspace(t *testing.T) {
 		t.Errorf("files %q, want %q", files, want)
 	}
 }
+
+func TestContextListsReadAndRefusedInstructions(t *testing.T) {
+	t.Parallel()
+	refused := "AGENTS.md is a symlink that leaves the repository; not read"
+	f := newFixture(t, 100, func(o *Options) {
+		o.Instructions = []string{"CLAUDE.md"}
+		o.InstructionsRefused = []string{refused}
+	})
+	f.m.cmdContext("")
+	if f.m.info == nil || !strings.Contains(f.m.info.body, "instructions: CLAUDE.md\nrefused: "+refused+"\n") {
+		t.Errorf("/context: %+v", f.m.info)
+	}
+	f = newFixture(t, 100, func(o *Options) { o.Instructions = nil })
+	f.m.cmdContext("")
+	if f.m.info == nil || !strings.HasPrefix(f.m.info.body, "no AGENTS.md found (nor CLAUDE.md, .shiro.md)\ncontext: ") {
+		t.Errorf("/context without instructions: %+v", f.m.info)
+	}
+}
