@@ -21,7 +21,7 @@ import (
 	"github.com/shiroagent/shiro/sandbox/helper"
 )
 
-// boundary is the git boundary of one session (docs/decisions/0007): the
+// boundary is the git boundary of one session (docs/decisions/0009): the
 // shadow of the workspace's repository, kept in step around every command,
 // and the scan that takes away from repositories the sandbox makes in the
 // workspace what would let git on the host use them.
