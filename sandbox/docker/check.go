@@ -93,6 +93,15 @@ func (s *Sandbox) Protections(ctx context.Context) []Protection {
 		}
 	}
 
+	// Anything else running with the workspace mounted (a container of an
+	// older shiro, someone's docker run -v) is outside the boundary.
+	if others := s.e.othersMounting(ctx, s.opts.Workspace); len(others) > 0 {
+		add("others", false, "other containers can write the workspace: "+strings.Join(others, ", ")+" (an older shiro's, or someone else's); they are outside the git boundary",
+			"remove them (docker rm -f "+strings.Join(others, " ")+")")
+	} else {
+		add("others", true, "no other container has the workspace mounted", "")
+	}
+
 	found, err := s.git.scanner.Scan()
 	switch {
 	case err != nil:
@@ -123,4 +132,34 @@ func formatSize(b int64) string {
 		return fmt.Sprintf("%dm", b>>20)
 	}
 	return fmt.Sprintf("%d bytes", b)
+}
+
+// othersMounting lists the running containers, other than this user's
+// shiro's, that mount ws, a directory above it or one inside it.
+func (e *Engine) othersMounting(ctx context.Context, ws string) []string {
+	list, err := e.ctr.ContainerList(ctx, client.ContainerListOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, c := range list.Items {
+		name := c.ID[:12]
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		if e.ownsContainer(c.ID, name, c.Labels) {
+			continue
+		}
+		for _, m := range c.Mounts {
+			if m.Type != "bind" || !m.RW {
+				continue
+			}
+			src := filepath.Clean(m.Source)
+			if src == ws || strings.HasPrefix(ws, src+"/") || strings.HasPrefix(src, ws+"/") {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
 }

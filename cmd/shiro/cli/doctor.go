@@ -56,6 +56,8 @@ func NewCmdDoctor(f *Factory, sf *SandboxFlags, runF func(*DoctorOptions) error)
   helper      the in-sandbox helper is read-only and not yours to replace
   git         the sandbox works on its own copy of .git (nothing it writes
               there reaches your repository) and cannot rename it away
+  others      no other container (an older shiro's, someone's docker run)
+              can write the workspace
   repositories  no repository in the workspace that git on your machine
               would take from the sandbox
   sandbox     network and limits
