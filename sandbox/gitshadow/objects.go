@@ -281,7 +281,15 @@ const maxPackObjectBytes = 1 << 30
 // importPack checks a pack (every object's content against its id, every
 // delta resolved within the pack, the trailer) and writes it with an index
 // it computed itself.
-func (s *objectStore) importPack(path string) error {
+func (s *objectStore) importPack(path, name string) error {
+	// A pack is named after its checksum: one whose name the host has is
+	// one shiro imported (and checked) before. A pack under a borrowed name
+	// is not imported at all, which harms nothing.
+	if base, ok := strings.CutSuffix(name, ".pack"); ok {
+		if _, err := os.Stat(filepath.Join(s.dir, "pack", base+".idx")); err == nil {
+			return nil
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -296,7 +304,7 @@ func (s *objectStore) importPack(path string) error {
 			return fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 		}
 	}
-	name := "pack-" + hex.EncodeToString(p.checksum)
+	name = "pack-" + hex.EncodeToString(p.checksum)
 	packDir := filepath.Join(s.dir, "pack")
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		return err

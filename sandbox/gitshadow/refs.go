@@ -123,19 +123,31 @@ type hostRefs struct {
 
 var errLocked = errors.New("locked by another git process")
 
+// lockWait is how long lockWrite waits for a git on the host to release
+// a lock (git holds one for milliseconds).
+const lockWait = 2 * time.Second
+
 // lockWrite replaces rel with data through rel.lock.
 func (h hostRefs) lockWrite(rel string, data []byte) error {
 	p := filepath.Join(h.dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
+	var f *os.File
+	for deadline := time.Now().Add(lockWait); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		f, err = os.OpenFile(p+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if time.Now().After(deadline) {
 			return fmt.Errorf("%s: %w", rel, errLocked)
 		}
-		return err
 	}
+	var err error
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -483,13 +483,13 @@ func (s *Syncer) pull(ctx context.Context, shadowFP string) ([]string, error) {
 		}
 		imported = append(imported, rel)
 	}
+	// Packs are imported but left in the shadow: git may be writing a
+	// pack's index beside it right now. The next export skips them by name.
 	for _, rel := range sortedKeys(exp.packs) {
 		gd, _ := s.layout.split(rel)
-		if err := store(gd).importPack(exp.packs[rel]); err != nil {
+		if err := store(gd).importPack(exp.packs[rel], path.Base(rel)); err != nil {
 			notice("a pack the sandbox wrote was not imported: %v", err)
-			continue
 		}
-		imported = append(imported, rel)
 	}
 
 	snap, err := s.readHost()

@@ -346,10 +346,8 @@ func TestLooseAndPackedObjectsAreChecked(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, ".git", "objects", "ab", strings.Repeat("c", 38))); err == nil {
 		t.Error("the corrupt object reached the host")
 	}
-	// Imported objects left the shadow; it still works through alternates.
-	if left, _ := filepath.Glob(filepath.Join(fs.shadow, "objects", "pack", "*.pack")); len(left) != 0 {
-		t.Errorf("imported packs still in the shadow: %v", left)
-	}
+	// The shadow still works (its packs stay; loose objects reach it
+	// through alternates).
 	inSandbox("log", "-1")
 }
 
