@@ -91,6 +91,13 @@ func hostileBinary(t *testing.T) string {
 	return hostileBin
 }
 
+// with is h for a subtest (failures go to t).
+func (h *hostile) with(t *testing.T) *hostile {
+	c := *h
+	c.t = t
+	return &c
+}
+
 // dir makes a directory under base owned by the user.
 func (h *hostile) dir(rel string, mode os.FileMode) string {
 	h.t.Helper()
@@ -252,6 +259,7 @@ func TestHostileGitMetadata(t *testing.T) {
 	q := strconv.Quote
 
 	t.Run("commondir pointing at a planted config", func(t *testing.T) {
+		h := h.with(t)
 		ws := h.workspace("commondir")
 		h.repo(ws)
 		res := h.bash(ws, fmt.Sprintf(`mkdir -p evil && cp -r .git/objects .git/refs evil/ && printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = %s\n' > evil/config && echo "$PWD/evil" > .git/commondir && echo planted`,
@@ -263,6 +271,7 @@ func TestHostileGitMetadata(t *testing.T) {
 	})
 
 	t.Run("a renamed and replaced .git", func(t *testing.T) {
+		h := h.with(t)
 		ws := h.workspace("renamed")
 		h.repo(ws)
 		res := h.bash(ws, fmt.Sprintf(`mv .git .git-old; cp -a .git .git-copy; cp -a .git-copy/. .git/ ; printf '#!/bin/sh\n%s\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; git config core.fsmonitor %s; echo done`,
@@ -274,6 +283,7 @@ func TestHostileGitMetadata(t *testing.T) {
 	})
 
 	t.Run("a submodule's config, hooks and gitfile", func(t *testing.T) {
+		h := h.with(t)
 		lib := h.workspace("sub-origin")
 		h.repo(lib)
 		ws := h.workspace("submodule")
@@ -290,7 +300,27 @@ func TestHostileGitMetadata(t *testing.T) {
 		}
 	})
 
+	t.Run("a linked worktree's common and own git directories", func(t *testing.T) {
+		h := h.with(t)
+		main := h.workspace("wt-main")
+		h.repo(main)
+		wt := h.dir("wt-linked", 0o755)
+		h.git(main, "worktree", "add", "-q", wt, "-b", "linked")
+		t.Cleanup(func() { testenv.RemoveContainers(t, h.api, wt) })
+		common := filepath.Join(main, ".git")
+		res := h.bash(wt, `echo x > x && git add x && git -c user.email=a@b -c user.name=a commit -qm "from the linked worktree" && echo committed`, []string{wt, main}, nil)
+		mustContain(t, "the result", res.stdout, "committed")
+		if got := h.git(main, "log", "--format=%s", "-1", "linked"); got != "from the linked worktree" {
+			t.Errorf("the linked worktree's branch on the host: %q\n%s", got, res.stdout)
+		}
+		res = h.bash(wt, fmt.Sprintf(`git config core.fsmonitor %s; printf '#!/bin/sh\n%s\n' > %s/hooks/post-commit; chmod +x %s/hooks/post-commit; echo %s > %s/worktrees/wt-linked/commondir; echo "gitdir: %s" > .git; echo attacked`,
+			q(h.plant("worktree-fsmonitor")), h.plant("worktree-hook"), common, common, filepath.Join(wt, "evil"), common, filepath.Join(wt, "evil")),
+			[]string{wt, main}, []string{wt, main})
+		mustContain(t, "the result", res.stdout, "Read-only file system", "attacked")
+	})
+
 	t.Run("git init where the workspace has no repository of its own", func(t *testing.T) {
+		h := h.with(t)
 		top := h.workspace("outer")
 		h.repo(top)
 		ws := h.dir("outer/sub", 0o755)
@@ -307,12 +337,14 @@ func TestHostileGitMetadata(t *testing.T) {
 	})
 
 	t.Run("an unpacked tarball turned into a repository", func(t *testing.T) {
+		h := h.with(t)
 		ws := h.workspace("tarball")
 		res := h.bash(ws, fmt.Sprintf(`git init -q && git config core.fsmonitor %s && echo made`, q(h.plant("tarball-fsmonitor"))), nil, []string{ws})
 		mustContain(t, "the result", res.stdout, "made")
 	})
 
 	t.Run("nested repositories, a bare one, a gitfile and a .git symlink", func(t *testing.T) {
+		h := h.with(t)
 		ws := h.workspace("nested")
 		h.repo(ws)
 		res := h.bash(ws, fmt.Sprintf(`set -e
@@ -331,6 +363,7 @@ echo planted`, q(h.plant("nested-fsmonitor")), q(h.plant("bare-fsmonitor")), q(h
 	})
 
 	t.Run("a repository made by a background process after the command", func(t *testing.T) {
+		h := h.with(t)
 		ws := h.workspace("background")
 		h.repo(ws)
 		h.bash(ws, fmt.Sprintf(`(sleep 1; git init -q late; git -C late config core.fsmonitor %s) >/dev/null 2>&1 &`, q(h.plant("late-fsmonitor"))), []string{ws}, nil)
