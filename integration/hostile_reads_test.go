@@ -2,15 +2,12 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/shiroagent/shiro/integration/fakemodel"
 	"github.com/shiroagent/shiro/integration/testenv"
@@ -23,16 +20,8 @@ import (
 // user, in the repository; the requests the model server receives must
 // hold none of the secrets, and stderr must name each refused file.
 func TestHostileInstructionSymlinks(t *testing.T) {
-	if os.Getuid() != 0 {
-		if testenv.InCI() {
-			t.Fatal("this test runs shiro as a normal user and must run as root in CI")
-		}
-		t.Skip("needs root to run shiro as a normal user; make test runs it as root in CI")
-	}
 	t.Parallel()
-	u := ensureUser(t, "shirotest")
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	h := newHostile(t)
 
 	const (
 		envSecret    = "ENV-SECRET-5b1e0c"
@@ -42,17 +31,9 @@ func TestHostileInstructionSymlinks(t *testing.T) {
 	)
 	srv := fakemodel.New(t, fakemodel.Reply{Text: "It is a small project."})
 
-	// base/home is the user's home, with the secrets; the repository is
-	// base/home/src/repo and shiro starts in its subdirectory app.
-	base, err := os.MkdirTemp("", "shiro-hostile-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	home := filepath.Join(base, "home")
+	// The user's home holds the secrets; the repository is ~/src/repo and
+	// shiro starts in its subdirectory app.
+	home := h.home
 	repo := filepath.Join(home, "src", "repo")
 	ws := filepath.Join(repo, "app")
 	files := map[string]string{
@@ -100,24 +81,17 @@ func TestHostileInstructionSymlinks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, uid, gid)
+		return os.Lchown(p, h.uid, h.gid)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(base, "shiro")
-	copyFile(t, testenv.Binary(t), bin, 0o755)
+	t.Cleanup(func() { testenv.RemoveContainers(t, h.api, ws) })
 
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-p", "what does this project do?")
-	cmd.Dir = ws
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SHIRO_TEST_TOKEN=" + envSecret, "DOCKER_HOST=" + os.Getenv("DOCKER_HOST")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: dockerGroup(t)}}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("shiro as %s: %v\nstdout: %s\nstderr: %s", u.Username, err, stdout.String(), stderr.String())
+	res := h.shiro(ws, []string{"SHIRO_TEST_TOKEN=" + envSecret}, "-p", "what does this project do?")
+	if res.code != 0 {
+		t.Fatalf("shiro: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
+	stdout, stderr := bytes.NewBufferString(res.stdout), bytes.NewBufferString(res.stderr)
 
 	reqs := modelRequests(srv)
 	if len(reqs) == 0 {

@@ -85,59 +85,20 @@ func TestBackgroundChildDoesNotHoldTheCall(t *testing.T) {
 }
 
 func TestFilesBelongToTheHostUser(t *testing.T) {
-	testenv.RequireRoot(t)
-	api := testenv.RequireDocker(t)
-	testenv.RequireImage(t, api)
-	u := ensureUser(t, "shirotest")
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-
-	// t.TempDir's parent is private to root; the user needs to reach the
-	// workspace and the binary.
-	base, err := os.MkdirTemp("", "shiro-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ws := filepath.Join(base, "ws")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(ws, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { testenv.RemoveContainers(t, api, ws) })
-	bin := filepath.Join(base, "shiro")
-	copyFile(t, testenv.Binary(t), bin, 0o755)
-	home := filepath.Join(base, "home")
-	if err := os.Mkdir(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(home, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-
-	cmd := exec.Command(bin, "tool", "bash", bashJSON("touch made-here && id -u && echo $HOME && touch $HOME/home-ok", 0))
-	cmd.Dir = ws
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "DOCKER_HOST=" + os.Getenv("DOCKER_HOST")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: dockerGroup(t)}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("shiro as %s: %v\n%s", u.Username, err, out)
-	}
-	if !strings.Contains(string(out), "exit: 0") || !strings.Contains(string(out), u.Uid) {
-		t.Fatalf("unexpected result:\n%s", out)
+	t.Parallel()
+	h := newHostile(t)
+	ws := h.workspace("ws")
+	res := h.shiro(ws, nil, "tool", "bash", bashJSON("touch made-here && id -u && echo $HOME && touch $HOME/home-ok", 0))
+	if res.code != 0 || !strings.Contains(res.stdout, "exit: 0") || !strings.Contains(res.stdout, strconv.Itoa(h.uid)) {
+		t.Fatalf("unexpected result (exit %d):\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
 	fi, err := os.Stat(filepath.Join(ws, "made-here"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	if int(st.Uid) != uid || int(st.Gid) != gid {
-		t.Errorf("made-here is owned by %d:%d, want %d:%d", st.Uid, st.Gid, uid, gid)
+	if int(st.Uid) != h.uid || int(st.Gid) != h.gid {
+		t.Errorf("made-here is owned by %d:%d, want %d:%d", st.Uid, st.Gid, h.uid, h.gid)
 	}
 }
 
