@@ -8,6 +8,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Runners in these tests start this binary as their reaper.
+	if code, ok := ReapMain(); ok {
+		os.Exit(code)
+	}
 	if mode := os.Getenv(initTestEnv); mode != "" {
 		os.Exit(initTestChild(mode))
 	}
