@@ -92,6 +92,9 @@ func (pl *reaperPool) spawnLocked() (*reaper, error) {
 		return nil, fmt.Errorf("start reaper: %w", err)
 	}
 	cmd := exec.Command(pl.argv[0], pl.argv[1:]...)
+	if pl.argv[0] == "/proc/self/exe" {
+		cmd.Args[0] = os.Args[0] // what ps shows
+	}
 	cmd.ExtraFiles = []*os.File{theirs} // ReapFD
 	// Its own process group: a signal to the Runner's group (a terminal's
 	// ctrl-c) does not reach it.

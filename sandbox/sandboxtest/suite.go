@@ -443,50 +443,90 @@ func firstFailure(pairs ...any) string {
 	return ""
 }
 
-// escapeRun is one test's set of escaped loops.
-type escapeRun struct {
-	tok   string
-	files []string // one per escape, in the workspace
+// Escapes is a set of loops, one per way a process can leave what a kill
+// used to find it by (escape names them), each appending to its own file.
+type Escapes struct {
+	// Token is in every command line of the loops (and their sleeps).
+	Token string
+	// Files are the loops' files, one per escape, in the workspace.
+	Files []string
 }
 
-func newEscapeRun(ws string) escapeRun {
-	r := escapeRun{tok: token()}
+// NewEscapes returns a set of loops that write in ws.
+func NewEscapes(ws string) *Escapes {
+	r := &Escapes{Token: token()}
 	for i := range escapes {
-		r.files = append(r.files, filepath.Join(ws, fmt.Sprintf("escape-%s-%d", r.tok, i)))
+		r.Files = append(r.Files, filepath.Join(ws, fmt.Sprintf("escape-%s-%d", r.Token, i)))
 	}
 	return r
 }
 
-// script starts every escape, then runs then.
-func (r escapeRun) script(then string) string {
+// Script is a shell script that starts every loop, then runs then.
+func (r *Escapes) Script(then string) string {
 	var b strings.Builder
 	for i, e := range escapes {
-		loop := fmt.Sprintf("while sleep 0.2%s; do date >> %s; done", r.tok, shellQuote(r.files[i]))
+		loop := fmt.Sprintf("while sleep 0.2%s; do date >> %s; done", r.Token, shellQuote(r.Files[i]))
 		fmt.Fprintf(&b, e.start+"\n", shellQuote(loop))
 	}
 	b.WriteString(then)
 	return b.String()
 }
 
-// waitRunning waits until every escape's loop runs (seen by checker) and
-// has written its file, and checks that each really escaped.
-func (r escapeRun) waitRunning(t *testing.T, checker sandbox.Sandbox, shell string) {
+// IsLoop says whether cmdline is one of the loops (not a sleep of one, nor
+// a process that is still to exec one).
+func (r *Escapes) IsLoop(cmdline string) bool {
+	return (strings.HasPrefix(cmdline, "sh -c while") || strings.HasPrefix(cmdline, "/bin/sh -c while")) &&
+		strings.Contains(cmdline, "escape-"+r.Token+"-")
+}
+
+// Sizes returns the size of each file (0 when missing).
+func (r *Escapes) Sizes() []int64 {
+	out := make([]int64, len(r.Files))
+	for i, f := range r.Files {
+		if fi, err := os.Stat(f); err == nil {
+			out[i] = fi.Size()
+		}
+	}
+	return out
+}
+
+// AssertStill fails t for each file whose size differs from before, taken
+// with Sizes a while earlier.
+func (r *Escapes) AssertStill(t testing.TB, before []int64) {
+	t.Helper()
+	for i, n := range r.Sizes() {
+		if n != before[i] {
+			t.Errorf("escape %q: its file still grows (%d -> %d bytes)", escapes[i].name, before[i], n)
+		}
+	}
+}
+
+// Remove removes the files.
+func (r *Escapes) Remove() {
+	for _, f := range r.Files {
+		_ = os.Remove(f)
+	}
+}
+
+// waitEscapes waits until every loop of r runs (seen by checker) and has
+// written its file, and checks that each really escaped.
+func waitEscapes(t *testing.T, r *Escapes, checker sandbox.Sandbox, shell string) {
 	t.Helper()
 	loops := func(procs []Proc) []Proc {
 		found := make([]Proc, len(escapes))
 		for _, p := range procs {
-			for i, f := range r.files {
-				isLoop := strings.HasPrefix(p.Cmdline, "sh -c while") || strings.HasPrefix(p.Cmdline, "/bin/sh -c while")
-				if isLoop && strings.Contains(p.Cmdline, filepath.Base(f)) {
+			for i, f := range r.Files {
+				if r.IsLoop(p.Cmdline) && strings.Contains(p.Cmdline, filepath.Base(f)+"'") {
 					found[i] = p
 				}
 			}
 		}
 		return found
 	}
-	procs, ok := WaitProcesses(t, checker, r.tok, startWait, func(procs []Proc) bool {
+	procs, ok := WaitProcesses(t, checker, r.Token, startWait, func(procs []Proc) bool {
+		sizes := r.Sizes()
 		for i, p := range loops(procs) {
-			if fi, err := os.Stat(r.files[i]); p.Pid == 0 || err != nil || fi.Size() == 0 {
+			if p.Pid == 0 || sizes[i] == 0 {
 				return false
 			}
 		}
@@ -504,37 +544,17 @@ func (r escapeRun) waitRunning(t *testing.T, checker sandbox.Sandbox, shell stri
 	}
 }
 
-// assertStopped checks that no process of the run is left (seen by
+// assertEscapesStopped checks that no process of r is left (seen by
 // checker, another session) and that no file grows any more (seen on the
 // host, where the workspace is at the same path).
-func (r escapeRun) assertStopped(t *testing.T, checker sandbox.Sandbox) {
+func assertEscapesStopped(t *testing.T, r *Escapes, checker sandbox.Sandbox) {
 	t.Helper()
-	assertGone(t, checker, r.tok)
-	sizes := r.sizes()
+	assertGone(t, checker, r.Token)
+	sizes := r.Sizes()
 	// The loops wrote every 0.2s: five periods without a write show none
 	// is left anywhere, also where checker cannot see.
 	time.Sleep(time.Second)
-	for i, n := range r.sizes() {
-		if n != sizes[i] {
-			t.Errorf("escape %q: its file still grows (%d -> %d bytes)", escapes[i].name, sizes[i], n)
-		}
-	}
-}
-
-func (r escapeRun) sizes() []int64 {
-	out := make([]int64, len(r.files))
-	for i, f := range r.files {
-		if fi, err := os.Stat(f); err == nil {
-			out[i] = fi.Size()
-		}
-	}
-	return out
-}
-
-func (r escapeRun) cleanup() {
-	for _, f := range r.files {
-		_ = os.Remove(f)
-	}
+	r.AssertStill(t, sizes)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -553,16 +573,16 @@ func testEscapesCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandb
 	sb := newSandbox(t)
 	checker := newSandbox(t)
 	shell := sandboxShell(t, sb)
-	r := newEscapeRun(sb.Info().Workspace)
-	t.Cleanup(r.cleanup)
+	r := NewEscapes(sb.Info().Workspace)
+	t.Cleanup(r.Remove)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := sb.Run(ctx, sandbox.Command{Shell: r.script("sleep 304." + r.tok)})
+		_, err := sb.Run(ctx, sandbox.Command{Shell: r.Script("sleep 304." + r.Token)})
 		done <- err
 	}()
-	r.waitRunning(t, checker, shell)
+	waitEscapes(t, r, checker, shell)
 	cancel()
 	select {
 	case err := <-done:
@@ -572,19 +592,19 @@ func testEscapesCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandb
 	case <-time.After(startWait):
 		t.Fatalf("Run did not return within %v of cancel", startWait)
 	}
-	r.assertStopped(t, checker)
+	assertEscapesStopped(t, r, checker)
 }
 
 func testEscapesClose(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
 	sb := newSandbox(t)
 	checker := newSandbox(t)
 	shell := sandboxShell(t, sb)
-	r := newEscapeRun(sb.Info().Workspace)
-	t.Cleanup(r.cleanup)
-	mustOutput(t, sb, sandbox.Command{Shell: r.script("echo started")})
-	r.waitRunning(t, checker, shell)
+	r := NewEscapes(sb.Info().Workspace)
+	t.Cleanup(r.Remove)
+	mustOutput(t, sb, sandbox.Command{Shell: r.Script("echo started")})
+	waitEscapes(t, r, checker, shell)
 	if err := sb.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	r.assertStopped(t, checker)
+	assertEscapesStopped(t, r, checker)
 }
