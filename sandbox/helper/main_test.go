@@ -15,5 +15,8 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(initTestEnv); mode != "" {
 		os.Exit(initTestChild(mode))
 	}
+	if len(os.Args) == 4 && os.Args[1] == "serve" && os.Args[2] == "--session" {
+		os.Exit(serveTestChild(os.Args[3]))
+	}
 	goleak.VerifyTestMain(m)
 }
