@@ -86,6 +86,7 @@ type procInfo struct {
 	pid, ppid int
 	state     byte   // R, S, D, Z, T...
 	flags     uint64 // PF_* flags
+	start     uint64 // start time, in clock ticks after boot: with pid, it names one process
 }
 
 // pfKthread marks a kernel thread in procInfo.flags.
@@ -99,25 +100,24 @@ func procStat(pid int) (procInfo, bool) {
 	if err != nil {
 		return procInfo{}, false
 	}
-	// "pid (comm) S ppid pgrp session tty_nr tpgid flags ...": comm may hold
-	// spaces and parentheses.
+	// "pid (comm) S ppid pgrp session tty_nr tpgid flags ... starttime ...":
+	// comm may hold spaces and parentheses. After it, field n of proc(5) is
+	// fields[n-3].
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
 		return procInfo{}, false
 	}
 	fields := bytes.Fields(data[i+1:])
-	if len(fields) < 7 || len(fields[0]) != 1 {
+	if len(fields) < 20 || len(fields[0]) != 1 {
 		return procInfo{}, false
 	}
-	ppid, err := strconv.Atoi(string(fields[1]))
-	if err != nil {
+	ppid, err1 := strconv.Atoi(string(fields[1]))
+	flags, err2 := strconv.ParseUint(string(fields[6]), 10, 64)
+	start, err3 := strconv.ParseUint(string(fields[19]), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
 		return procInfo{}, false
 	}
-	flags, err := strconv.ParseUint(string(fields[6]), 10, 64)
-	if err != nil {
-		return procInfo{}, false
-	}
-	return procInfo{pid: pid, ppid: ppid, state: fields[0][0], flags: flags}, true
+	return procInfo{pid: pid, ppid: ppid, state: fields[0][0], flags: flags, start: start}, true
 }
 
 // processes lists every process in /proc that can be read.
@@ -148,6 +148,42 @@ func childrenOf(parent int) ([]procInfo, error) {
 		}
 	}
 	return out, nil
+}
+
+// descendantsOf lists the descendants of root in procs, parents before
+// their children.
+func descendantsOf(procs []procInfo, root int) []procInfo {
+	children := make(map[int][]procInfo)
+	for _, p := range procs {
+		if p.pid != root {
+			children[p.ppid] = append(children[p.ppid], p)
+		}
+	}
+	var out []procInfo
+	queue := []int{root}
+	for len(queue) > 0 {
+		for _, c := range children[queue[0]] {
+			out = append(out, c)
+			queue = append(queue, c.pid)
+		}
+		queue = queue[1:]
+	}
+	return out
+}
+
+// killSame sends SIGKILL to p if the process with p's pid is still the one
+// p describes (same start time), through a pidfd so that the check and the
+// signal concern the same process. It does nothing where pidfds are
+// missing.
+func killSame(p procInfo) {
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if now, ok := procStat(p.pid); ok && now.start == p.start {
+		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	}
 }
 
 // cmdline returns a process's argv; nil when it is gone or a zombie.

@@ -263,20 +263,28 @@ func (r *reapState) reaped(pid int, ws unix.WaitStatus, empty bool) {
 }
 
 // killAll kills everything below the reaper and reaps it: SIGKILL to the
-// main process's group while the main process is unreaped, and to every
-// child; a killed child's children are then reparented to the reaper and
-// killed in the next round, until no child is left.
+// main process's group while the main process is unreaped, to every child,
+// and to every deeper descendant that is still the process /proc showed
+// (killSame); then it reaps, and goes on with the processes reparented to
+// it meanwhile, until it has no child.
 func (r *reapState) killAll() {
 	for {
 		if r.main != 0 {
 			_ = unix.Kill(-r.main, unix.SIGKILL)
 		}
-		kids, _ := childrenOf(r.self)
-		for _, k := range kids {
-			_ = unix.Kill(k.pid, unix.SIGKILL)
+		procs, _ := processes()
+		kids := 0
+		for _, p := range descendantsOf(procs, r.self) {
+			if p.ppid == r.self {
+				// A child: its pid stays ours until we reap it.
+				_ = unix.Kill(p.pid, unix.SIGKILL)
+				kids++
+			} else if !p.zombie() {
+				killSame(p)
+			}
 		}
 		flags := 0
-		if len(kids) == 0 {
+		if kids == 0 {
 			flags = unix.WNOHANG
 		}
 		pid, ws, err := wait4(-1, flags)

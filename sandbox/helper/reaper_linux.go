@@ -37,28 +37,17 @@ func newReaperPool(argv []string) *reaperPool {
 	return &reaperPool{argv: argv, all: make(map[int]*reaper)}
 }
 
-// get returns an idle reaper, starting one when none is idle. Taking the
-// last idle one starts a spare, so that the next command that cannot reuse
-// a reaper (it runs alongside, or after one that left a background
-// process) does not wait for a reaper to start.
+// get returns an idle reaper, starting one when none is idle (a command
+// runs alongside another, or after one that left a process running).
 func (pl *reaperPool) get() (*reaper, error) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	var r *reaper
 	if n := len(pl.idle); n > 0 {
-		r, pl.idle = pl.idle[n-1], pl.idle[:n-1]
-	} else {
-		var err error
-		if r, err = pl.spawnLocked(); err != nil {
-			return nil, err
-		}
+		r := pl.idle[n-1]
+		pl.idle = pl.idle[:n-1]
+		return r, nil
 	}
-	if len(pl.idle) == 0 {
-		if spare, err := pl.spawnLocked(); err == nil {
-			pl.idle = append(pl.idle, spare)
-		}
-	}
-	return r, nil
+	return pl.spawnLocked()
 }
 
 // warm starts an idle reaper unless one is idle.
@@ -179,54 +168,36 @@ func (pl *reaperPool) wait() { pl.wg.Wait() }
 // subreaper and starts nothing but reapers, such a child is a process whose
 // reaper was killed under it. Call it on SIGCHLD (the death of a reaper, or
 // of an orphan killed earlier, whose own children then arrive), and with
-// wait at the end, when it goes on until no such child is left.
+// wait at the end, when it goes on until no such child is left or
+// reaperStopWait has passed.
 func (pl *reaperPool) killOrphans(wait bool) error {
 	self := os.Getpid()
-	for range 1000 { // a bound against orphans that fork as fast as we kill
+	deadline := time.Now().Add(reaperStopWait)
+	for {
 		kids, err := childrenOf(self)
 		if err != nil {
 			return fmt.Errorf("kill orphans: %w", err)
 		}
-		var orphans []procInfo
+		left := 0
 		for _, k := range kids {
-			if !pl.isReaper(k.pid) {
-				orphans = append(orphans, k)
+			if pl.isReaper(k.pid) {
+				continue
 			}
+			// Only this function reaps non-reapers, so k.pid is still ours.
+			if k.zombie() {
+				_, _, _ = wait4(k.pid, unix.WNOHANG)
+				continue
+			}
+			_ = unix.Kill(k.pid, unix.SIGKILL)
+			left++
 		}
-		if len(orphans) == 0 || !wait && !anyLive(orphans) {
-			reapOrphans(orphans)
+		if !wait || left == 0 {
 			return nil
 		}
-		// Only this function reaps non-reapers, so these pids are still ours.
-		for _, k := range orphans {
-			if !k.zombie() {
-				_ = unix.Kill(k.pid, unix.SIGKILL)
-			}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill orphans: %d still alive after %v", left, reaperStopWait)
 		}
-		if !wait {
-			reapOrphans(orphans)
-			return nil
-		}
-		for _, k := range orphans {
-			_, _, _ = wait4(k.pid, 0)
-		}
-	}
-	return errors.New("kill orphans: they keep coming")
-}
-
-func anyLive(ps []procInfo) bool {
-	for _, p := range ps {
-		if !p.zombie() {
-			return true
-		}
-	}
-	return false
-}
-
-// reapOrphans reaps those of ps that have ended.
-func reapOrphans(ps []procInfo) {
-	for _, p := range ps {
-		_, _, _ = wait4(p.pid, unix.WNOHANG)
+		time.Sleep(time.Millisecond) // they die, and their children arrive
 	}
 }
 

@@ -515,14 +515,24 @@ func (p *Process) Wait() (sandbox.Result, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
+	killed := false
 	select {
 	case <-p.exited:
 	case <-timeout:
 		if !closed(p.exited) {
 			res.TimedOut = true
-			_ = p.Kill()
+			killed = true
 		}
 	case <-p.ctx.Done():
+		killed = true
+	}
+	if killed {
+		if p.reaper != nil {
+			// The reaper first: the marker scan below reads every process's
+			// environment, and the main process's exit need not wait for it.
+			_ = p.reaper.kill(p.id)
+			<-p.exited
+		}
 		_ = p.Kill()
 	}
 	<-p.exited
