@@ -41,6 +41,8 @@ func (*reaperPool) killOrphans(bool) error { return errors.ErrUnsupported }
 
 type reaper struct{}
 
+var errNotSent = errors.ErrUnsupported
+
 func (*reaper) start(*Process, reapMsg, []*os.File) error { return errors.ErrUnsupported }
 func (*reaper) kill(uint64) error                         { return errors.ErrUnsupported }
 

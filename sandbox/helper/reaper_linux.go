@@ -103,7 +103,7 @@ func (pl *reaperPool) spawnLocked() (*reaper, error) {
 func (pl *reaperPool) put(r *reaper) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if _, live := pl.all[r.pid()]; !live || r.dying() {
+	if pl.all[r.pid()] != r || r.dying() {
 		return
 	}
 	if len(pl.idle) >= maxIdleReapers {
@@ -121,11 +121,11 @@ func (pl *reaperPool) isReaper(pid int) bool {
 	return ok
 }
 
-// forget drops r once its process is reaped.
-func (pl *reaperPool) forget(r *reaper) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	delete(pl.all, r.pid())
+// forgetLocked drops r as its process is reaped.
+func (pl *reaperPool) forgetLocked(r *reaper) {
+	if pl.all[r.pid()] == r {
+		delete(pl.all, r.pid())
+	}
 	for i, x := range pl.idle {
 		if x == r {
 			pl.idle = append(pl.idle[:i], pl.idle[i+1:]...)
@@ -257,13 +257,17 @@ func (r *reaper) read() {
 	// EOF: the reaper exited or is exiting.
 	_ = r.conn.Close()
 	waitExited(r.pid())
+	// Reaped and forgotten at once, under the pool's lock: isReaper never
+	// answers for a pid that is no longer this reaper's.
+	r.pool.mu.Lock()
 	r.mu.Lock()
 	_ = r.cmd.Wait()
 	r.reaped = true
 	p := r.cur
 	r.cur = nil
 	r.mu.Unlock()
-	r.pool.forget(r)
+	r.pool.forgetLocked(r)
+	r.pool.mu.Unlock()
 	if p != nil {
 		p.finish(-1, "", errReaperDied)
 	}
@@ -321,12 +325,19 @@ func (r *reaper) send(m reapMsg, files []*os.File) error {
 	return nil
 }
 
+// errNotSent is start's error when the request could not be sent: the
+// reaper is gone and started nothing, so another may be tried.
+var errNotSent = errors.New("reaper gone")
+
 // start starts p's command in r: files are its stdin, stdout and stderr.
 func (r *reaper) start(p *Process, m reapMsg, files []*os.File) error {
 	r.mu.Lock()
 	r.cur = p
 	r.mu.Unlock()
 	err := r.send(m, files)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", errNotSent, err)
+	}
 	var reply reapMsg
 	if err == nil {
 		select {

@@ -393,12 +393,20 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) (err
 // startReaped starts c under a reaper from pool; files are its stdin,
 // stdout and stderr.
 func (p *Process) startReaped(c *exec.Cmd, pool *reaperPool, files []*os.File) error {
-	r, err := pool.get()
-	if err != nil {
-		return err
+	m := reapMsg{Op: reapStart, ID: p.id, Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir}
+	for try := 0; ; try++ {
+		r, err := pool.get()
+		if err != nil {
+			return err
+		}
+		p.reaper = r
+		err = r.start(p, m, files)
+		// An idle reaper may have died unnoticed (a command killed it):
+		// then another one.
+		if !errors.Is(err, errNotSent) || try > 0 {
+			return err
+		}
 	}
-	p.reaper = r
-	return r.start(p, reapMsg{Op: reapStart, ID: p.id, Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir}, files)
 }
 
 // startDirect starts c as a child of this process.
