@@ -100,6 +100,11 @@ func procStat(pid int) (procInfo, bool) {
 	if err != nil {
 		return procInfo{}, false
 	}
+	return parseStat(pid, data)
+}
+
+// parseStat parses the contents of /proc/<pid>/stat.
+func parseStat(pid int, data []byte) (procInfo, bool) {
 	// "pid (comm) S ppid pgrp session tty_nr tpgid flags ... starttime ...":
 	// comm may hold spaces and parentheses. After it, field n of proc(5) is
 	// fields[n-3].

@@ -307,3 +307,50 @@ func TestParseReapArgs(t *testing.T) {
 		})
 	}
 }
+
+func TestParseStat(t *testing.T) {
+	t.Parallel()
+	// After the state and ppid: pgrp session tty_nr tpgid flags, then up to
+	// starttime (field 22).
+	const tail = " 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 123456 1000 100"
+	tests := []struct {
+		name string
+		data string
+		want procInfo
+		ok   bool
+	}{
+		{"plain", "42 (sleep) S 7" + tail, procInfo{pid: 42, ppid: 7, state: 'S', flags: 4194560, start: 123456}, true},
+		{"comm with parentheses and spaces", "42 (a) S 9 (b) Z 3" + tail, procInfo{pid: 42, ppid: 3, state: 'Z', flags: 4194560, start: 123456}, true},
+		{"truncated", "42 (sleep) S 7 42 1", procInfo{}, false},
+		{"no comm", "42 sleep S 7" + tail, procInfo{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := parseStat(42, []byte(tt.data))
+			if ok != tt.ok || ok && got != tt.want {
+				t.Errorf("parseStat(%q) = %+v, %v; want %+v, %v", tt.data, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+	kthreadd, ok := parseStat(2, []byte("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0"))
+	if !ok || kthreadd.ppid != 0 || kthreadd.flags&pfKthread == 0 {
+		t.Errorf("kthreadd = %+v, %v; want ppid 0 and PF_KTHREAD", kthreadd, ok)
+	}
+}
+
+func TestDescendantsOf(t *testing.T) {
+	t.Parallel()
+	procs := []procInfo{
+		{pid: 1, ppid: 0}, {pid: 10, ppid: 1}, // the root and its parent's other child
+		{pid: 11, ppid: 10}, {pid: 12, ppid: 10}, {pid: 13, ppid: 11}, {pid: 14, ppid: 13},
+		{pid: 20, ppid: 1}, {pid: 21, ppid: 20}, // another tree
+	}
+	var got []int
+	for _, p := range descendantsOf(procs, 10) {
+		got = append(got, p.pid)
+	}
+	if want := []int{11, 12, 13, 14}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("descendantsOf(10) = %v, want %v (parents first)", got, want)
+	}
+}
