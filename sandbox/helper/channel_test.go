@@ -46,7 +46,7 @@ func newChannelSandbox(t *testing.T, opts ...helper.ClientOption) *channelSandbo
 	s := &channelSandbox{workspace: ws, served: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(s.served)
-		s.serveErr = helper.Serve(ctx, toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: ws, Env: sandboxtest.HostEnv(t)})
+		s.serveErr = helper.Serve(ctx, toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: ws, Env: sandboxtest.HostEnv(t), Reaper: helper.SelfReaper()})
 		fromHelper.Close()
 		toHelper.Close()
 	}()
@@ -80,7 +80,7 @@ type runnerSandbox struct {
 
 func newRunnerSandbox(t *testing.T) *runnerSandbox {
 	ws := t.TempDir()
-	r, err := helper.NewRunner(helper.NewSessionID(), helper.WithDir(ws), helper.WithEnv(sandboxtest.HostEnv(t)))
+	r, err := helper.NewRunner(helper.NewSessionID(), helper.WithDir(ws), helper.WithEnv(sandboxtest.HostEnv(t)), helper.WithReaper(helper.SelfReaper()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestServeProtocol(t *testing.T) {
 	toHost, fromHelper := io.Pipe()
 	served := make(chan error, 1)
 	go func() {
-		served <- helper.Serve(t.Context(), toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: t.TempDir(), Env: sandboxtest.HostEnv(t)})
+		served <- helper.Serve(t.Context(), toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: t.TempDir(), Env: sandboxtest.HostEnv(t), Reaper: helper.SelfReaper()})
 		fromHelper.Close()
 	}()
 	enc, dec := json.NewEncoder(fromHost), json.NewDecoder(toHost)
@@ -352,7 +352,7 @@ func TestServeContextKillsSession(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() {
-		served <- helper.Serve(ctx, toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: t.TempDir(), Env: sandboxtest.HostEnv(t)})
+		served <- helper.Serve(ctx, toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: t.TempDir(), Env: sandboxtest.HostEnv(t), Reaper: helper.SelfReaper()})
 		fromHelper.Close()
 	}()
 	c := helper.NewClient(toHost, fromHost)
@@ -421,7 +421,7 @@ func BenchmarkServeRunTrue(b *testing.B) {
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = helper.Serve(b.Context(), toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: b.TempDir(), Env: sandboxtest.HostEnv(b)})
+		_ = helper.Serve(b.Context(), toHelper, fromHelper, helper.ServeOptions{SessionID: helper.NewSessionID(), Dir: b.TempDir(), Env: sandboxtest.HostEnv(b), Reaper: helper.SelfReaper()})
 		fromHelper.Close()
 	}()
 	c := helper.NewClient(toHost, fromHost)

@@ -1,34 +1,32 @@
 package helper
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Init is the container's PID 1: it reaps every zombie reparented to it and
-// returns nil once the container has been idle (no process in Others) for
-// opts.IdleTimeout, or promptly on SIGTERM or SIGINT. It returns ctx's error
-// when ctx ends it. When not PID 1 it makes itself a child subreaper and
-// watches its own descendants; it reaps any child of its process, so do not
-// run it in a process that waits for its own children.
+// Init is the container's PID 1. It reaps every zombie reparented to it.
+// While no session is open (see InitOptions.Sessions) it kills every other
+// process: its children, then theirs as they are reparented to it, until it
+// has none. It returns nil once no session has been open for
+// opts.IdleTimeout, or promptly on SIGTERM or SIGINT, and ctx's error when
+// ctx ends it. When not PID 1 it makes itself a child subreaper, so that the
+// same holds for its descendants; it reaps and kills any child of its
+// process, so do not run it in a process that has other children.
 func Init(ctx context.Context, opts InitOptions) error {
-	poll := opts.PollInterval
-	if poll <= 0 {
-		poll = DefaultPollInterval
+	poll := opts.pollInterval()
+	sessions := opts.Sessions
+	if sessions == nil {
+		sessions = countSessions
 	}
-	others := opts.Others
-	if others == nil {
-		others = defaultOthers
-	}
-	if os.Getpid() != 1 {
+	self := os.Getpid()
+	if self != 1 {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			return fmt.Errorf("init: become subreaper: %w", err)
 		}
@@ -44,9 +42,9 @@ func Init(ctx context.Context, opts InitOptions) error {
 			fmt.Fprintf(opts.Log, "shiro init: "+format+"\n", args...)
 		}
 	}
-	busySince := time.Now() // last time another process was seen
+	lastSession := time.Now() // the last time a session was seen open
 	reap()
-	logf("running (pid %d, idle timeout %v)", os.Getpid(), opts.IdleTimeout)
+	logf("running (pid %d, idle timeout %v)", self, opts.IdleTimeout)
 	for {
 		select {
 		case <-ctx.Done():
@@ -60,18 +58,21 @@ func Init(ctx context.Context, opts InitOptions) error {
 			return nil
 		case now := <-tick.C:
 			reap()
-			pids, err := others()
+			n, err := sessions()
 			if err != nil {
-				logf("list processes: %v", err) // not idle: we cannot tell
-				busySince = now
+				logf("count sessions: %v", err) // not idle: we cannot tell
+				lastSession = now
 				continue
 			}
-			if len(pids) > 0 {
-				busySince = now
+			if n > 0 {
+				lastSession = now
 				continue
 			}
-			if opts.IdleTimeout > 0 && now.Sub(busySince) >= opts.IdleTimeout {
-				logf("idle for %v: exiting", opts.IdleTimeout)
+			if killed := killChildren(self); killed > 0 {
+				logf("no session open: killed %d processes", killed)
+			}
+			if opts.IdleTimeout > 0 && now.Sub(lastSession) >= opts.IdleTimeout {
+				logf("no session for %v: exiting", opts.IdleTimeout)
 				return nil
 			}
 		}
@@ -81,56 +82,66 @@ func Init(ctx context.Context, opts InitOptions) error {
 // reap collects every exited child without blocking.
 func reap() {
 	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
+		pid, _, err := wait4(-1, unix.WNOHANG)
 		if err != nil || pid <= 0 {
 			return
 		}
 	}
 }
 
-// defaultOthers lists the live processes that keep the container busy:
-// every other one when we are PID 1, else our children.
-func defaultOthers() ([]int, error) {
-	pids, err := listPids()
-	if err != nil {
-		return nil, err
+// killChildren kills every child of self, reaps it, and goes on with the
+// children reparented to self meanwhile, until self has none. It returns
+// how many it killed. Only its caller's goroutine reaps, so a pid it read
+// stays reserved until it reaps it.
+func killChildren(self int) int {
+	killed := 0
+	for range 1000 { // a bound against a process that forks as fast as we kill
+		kids, err := childrenOf(self)
+		if err != nil {
+			return killed
+		}
+		live := 0
+		for _, k := range kids {
+			if !k.zombie() {
+				_ = unix.Kill(k.pid, unix.SIGKILL)
+				live++
+			}
+		}
+		killed += live
+		flags := 0
+		if live == 0 {
+			flags = unix.WNOHANG
+		}
+		pid, _, err := wait4(-1, flags)
+		switch {
+		case errors.Is(err, unix.ECHILD):
+			return killed
+		case err != nil:
+			return killed
+		case pid == 0 && len(kids) == 0:
+			// A child /proc did not show yet (being reparented): look again.
+			time.Sleep(time.Millisecond)
+		}
+		reap()
 	}
-	self := os.Getpid()
-	var out []int
-	for _, pid := range pids {
-		if pid == self {
-			continue
-		}
-		state, ppid, ok := procStat(pid)
-		if !ok || state == 'Z' || state == 'X' {
-			continue
-		}
-		if self == 1 || ppid == self {
-			out = append(out, pid)
-		}
-	}
-	return out, nil
+	return killed
 }
 
-// procStat reads a process's state and parent from /proc/<pid>/stat.
-func procStat(pid int) (state byte, ppid int, ok bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// countSessions counts the open sessions of the container: the live
+// processes whose parent is outside its pid namespace (ppid 0), as every
+// `docker exec` is, PID 1 and the caller excepted. No process inside can
+// make one: an orphan is reparented to a subreaper or to PID 1, never to 0.
+func countSessions() (int, error) {
+	procs, err := processes()
 	if err != nil {
-		return 0, 0, false
+		return 0, err
 	}
-	// "pid (comm) S ppid ...": comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, 0, false
+	self := os.Getpid()
+	n := 0
+	for _, p := range procs {
+		if p.ppid == 0 && p.pid != 1 && p.pid != self && !p.zombie() && p.flags&pfKthread == 0 {
+			n++
+		}
 	}
-	fields := bytes.Fields(data[i+1:])
-	if len(fields) < 2 || len(fields[0]) != 1 {
-		return 0, 0, false
-	}
-	ppid, err = strconv.Atoi(string(fields[1]))
-	return fields[0][0], ppid, err == nil
+	return n, nil
 }

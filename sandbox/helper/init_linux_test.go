@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,30 +22,41 @@ import (
 const initTestEnv = "SHIRO_HELPER_TEST_INIT"
 
 const (
-	initTestIdle   = time.Second
-	initTestOrphan = 500 * time.Millisecond
+	initTestIdle     = time.Second
+	initSessionsFile = "SHIRO_HELPER_TEST_SESSIONS" // env: the file that holds the session count
+	initStrayFile    = "SHIRO_HELPER_TEST_STRAY"    // env: the file the stray loop appends to
 )
 
 // initTestChild runs Init in this process and returns the exit code.
 //
-//	idle:    leave an orphaned sleep behind (reparented to us), print its
-//	         pid, then run Init until it is idle.
+//	strays:  leave a stray loop behind (reparented to us: it left its
+//	         session and lost its parent), print its pid, then run Init
+//	         with the session count read from a file, until it is idle.
 //	sigterm: run Init with no idle timeout; the test sends SIGTERM.
 func initTestChild(mode string) int {
 	opts := InitOptions{PollInterval: 20 * time.Millisecond, Log: os.Stdout}
 	switch mode {
-	case "idle":
+	case "strays":
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			fmt.Println("subreaper:", err)
 			return 2
 		}
-		out, err := exec.Command("sh", "-c", fmt.Sprintf("sleep %g >/dev/null 2>&1 & echo $!", initTestOrphan.Seconds())).Output()
+		loop := fmt.Sprintf("while sleep 0.05; do echo x >> '%s'; done", os.Getenv(initStrayFile))
+		script := "setsid sh -c \"$1\" >/dev/null 2>&1 & echo $!"
+		out, err := exec.Command("sh", "-c", script, "sh", loop).Output()
 		if err != nil {
-			fmt.Println("orphan:", err)
+			fmt.Println("stray:", err)
 			return 2
 		}
-		fmt.Printf("orphan %s", out)
+		fmt.Printf("stray %s", out)
 		opts.IdleTimeout = initTestIdle
+		opts.Sessions = func() (int, error) {
+			data, err := os.ReadFile(os.Getenv(initSessionsFile))
+			if err != nil {
+				return 0, err
+			}
+			return strconv.Atoi(strings.TrimSpace(string(data)))
+		}
 	case "sigterm":
 	default:
 		return 2
@@ -57,10 +69,10 @@ func initTestChild(mode string) int {
 }
 
 // startInit starts the init child and returns its output lines.
-func startInit(t *testing.T, mode string) (*exec.Cmd, <-chan string, <-chan error) {
+func startInit(t *testing.T, mode string, env ...string) (*exec.Cmd, <-chan string, <-chan error) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), initTestEnv+"="+mode)
+	cmd.Env = append(append(os.Environ(), initTestEnv+"="+mode), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -110,36 +122,55 @@ func nextLine(t *testing.T, lines <-chan string, prefix string) string {
 	}
 }
 
-func TestInitReapsAndExitsWhenIdle(t *testing.T) {
+func TestInitKillsStraysOnceNoSessionIsOpen(t *testing.T) {
 	t.Parallel()
-	_, lines, exited := startInit(t, "idle")
-	pid, err := strconv.Atoi(strings.TrimPrefix(nextLine(t, lines, "orphan "), "orphan "))
+	dir := t.TempDir()
+	sessions, stray := filepath.Join(dir, "sessions"), filepath.Join(dir, "stray")
+	setSessions := func(n int) {
+		if err := os.WriteFile(sessions, []byte(strconv.Itoa(n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setSessions(1)
+	_, lines, exited := startInit(t, "strays", initSessionsFile+"="+sessions, initStrayFile+"="+stray)
+	pid, err := strconv.Atoi(strings.TrimPrefix(nextLine(t, lines, "stray "), "stray "))
 	if err != nil {
 		t.Fatal(err)
 	}
 	nextLine(t, lines, "shiro init: running")
 
-	// The orphan must vanish (be reaped, not linger as a zombie) while init
-	// still runs: it is busy as long as the orphan lives.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := os.Stat("/proc/" + strconv.Itoa(pid))
-		if os.IsNotExist(err) {
-			break
-		}
+	// An open session keeps the stray and init alive past the idle timeout.
+	grown := waitGrowth(t, stray, 0)
+	window := time.After(initTestIdle + initTestIdle/2)
+	for waiting := true; waiting; {
 		select {
 		case err := <-exited:
-			t.Fatalf("init exited (%v) before reaping its orphan %d", err, pid)
-		default:
+			t.Fatalf("init exited (%v) while a session was open", err)
+		case <-window:
+			waiting = false
+		}
+	}
+	if _, ok := procStat(pid); !ok {
+		t.Fatalf("the stray %d died while a session was open", pid)
+	}
+	waitGrowth(t, stray, grown)
+
+	// The last session closes: the stray is killed (and reaped), then
+	// init exits once the idle timeout has passed.
+	setSessions(0)
+	closed := time.Now()
+	nextLine(t, lines, "shiro init: no session open: killed")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
+			break
 		}
 		if time.Now().After(deadline) {
-			state, _, _ := procStat(pid)
-			t.Fatalf("orphan %d still in /proc (state %c) after 10s", pid, state)
+			info, _ := procStat(pid)
+			t.Fatalf("stray %d still in /proc (state %c) 10s after the last session closed", pid, info.state)
 		}
 		time.Sleep(5 * time.Millisecond) // polling /proc with a deadline
 	}
-	reaped := time.Now()
-
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -148,9 +179,37 @@ func TestInitReapsAndExitsWhenIdle(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("init did not exit when idle")
 	}
-	if idle := time.Since(reaped); idle < initTestIdle-200*time.Millisecond {
-		t.Errorf("init exited %v after its last child ended, want about %v", idle, initTestIdle)
+	if idle := time.Since(closed); idle < initTestIdle-200*time.Millisecond {
+		t.Errorf("init exited %v after the last session closed, want about %v", idle, initTestIdle)
 	}
+	size := fileSize(stray)
+	time.Sleep(200 * time.Millisecond) // four periods of the loop: no writer left
+	if n := fileSize(stray); n != size {
+		t.Errorf("the stray's file still grows after init exited (%d -> %d)", size, n)
+	}
+}
+
+// waitGrowth waits until file is larger than size and returns its size.
+func waitGrowth(t *testing.T, file string, size int64) int64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n := fileSize(file); n > size {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not grow past %d bytes within 10s", file, size)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a file with a deadline
+	}
+}
+
+func fileSize(file string) int64 {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 func TestInitReturnsOnSIGTERM(t *testing.T) {
@@ -165,7 +224,7 @@ func TestInitReturnsOnSIGTERM(t *testing.T) {
 		if err != nil {
 			t.Errorf("init after SIGTERM: %v, want exit 0", err)
 		}
-	case <-time.After(2 * time.Second):
-		t.Error("init did not return within 2s of SIGTERM")
+	case <-time.After(10 * time.Second):
+		t.Error("init did not return within 10s of SIGTERM")
 	}
 }

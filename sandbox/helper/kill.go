@@ -46,17 +46,28 @@ func KillMarker(value string, prefix bool) error {
 	return fmt.Errorf("kill marker %s: processes still alive after %d scans", value, killScans)
 }
 
-// KillSession kills every process of the session: those whose marker starts
-// with "<sessionID>.".
+// killMarkerSession kills every process that carries one of the session's
+// markers ("<sessionID>.").
+func killMarkerSession(sessionID string) error {
+	return KillMarker(sessionID+".", true)
+}
+
+// sessionKillWait bounds how long KillSession waits for the session's
+// reapers to kill their commands and exit.
+const sessionKillWait = 5 * time.Second
+
+// KillSession kills a session's processes from outside it (`helper kill
+// --session`, run in a fresh exec when the session's channel is broken or
+// does not confirm a kill): it kills the session's `helper serve`, whose
+// reapers then see their socket close, kill everything below them and exit;
+// it continues any reaper a command stopped, waits for them to be gone, and
+// kills what still carries one of the session's markers. It returns an
+// error when reapers are left after sessionKillWait: the caller should then
+// restart the container.
 func KillSession(sessionID string) error {
 	if err := ValidateSessionID(sessionID); err != nil {
 		return fmt.Errorf("kill session: %w", err)
 	}
-	return KillMarker(sessionID+".", true)
-}
-
-// killTree kills a command's process group, then every process that carries
-// its marker.
-func killTree(pid int, marker string) error {
-	return errors.Join(killGroup(pid), KillMarker(marker, false))
+	err := killSessionProcesses(sessionID, sessionKillWait)
+	return errors.Join(err, killMarkerSession(sessionID))
 }

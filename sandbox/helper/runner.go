@@ -24,16 +24,23 @@ import (
 // does not keep the call open longer than that.
 const DefaultPipeGrace = 250 * time.Millisecond
 
-// Runner starts commands for one session. Each command gets the marker
-// "<sessionID>.<seq>" in MarkerEnv, so that one command's tree or the whole
-// session can be killed. A Runner is safe for concurrent use.
+// Runner starts commands for one session. Each command runs under a reaper
+// (see reap.go), which keeps everything the command starts in its subtree
+// and kills that subtree on request; it also gets the marker
+// "<sessionID>.<seq>" in MarkerEnv and its own process group, extra layers
+// of the kill. Without a reaper (WithReaper(nil), or a program that is not
+// shiro) commands start directly and a kill reaches only the group and the
+// marker. A Runner is safe for concurrent use.
 type Runner struct {
-	sessionID string
-	env       []string
-	dir       string
-	grace     time.Duration
-	oomFiles  []string
-	seq       atomic.Uint64
+	sessionID   string
+	env         []string
+	dir         string
+	grace       time.Duration
+	oomFiles    []string
+	reaper      []string
+	oomScoreAdj int
+	seq         atomic.Uint64
+	pool        *reaperPool // nil without a reaper
 
 	afterGrace func() // test hook: Wait gave up waiting for EOF
 }
@@ -58,16 +65,34 @@ func WithPipeGrace(d time.Duration) RunnerOption {
 	return func(r *Runner) { r.grace = d }
 }
 
+// WithReaper sets the command line that starts a reaper (default
+// DefaultReaper()); nil starts commands directly. The Runner adds the
+// flags of ReapOptions to it.
+func WithReaper(argv []string) RunnerOption {
+	return func(r *Runner) { r.reaper = argv }
+}
+
+// WithOOMScoreAdj makes the reapers, and so the commands, raise their
+// oom_score_adj to n, so that under memory pressure the kernel kills them
+// before the processes that serve the session.
+func WithOOMScoreAdj(n int) RunnerOption {
+	return func(r *Runner) { r.oomScoreAdj = n }
+}
+
 // NewRunner returns a Runner for sessionID (see ValidateSessionID).
 func NewRunner(sessionID string, opts ...RunnerOption) (*Runner, error) {
 	if err := ValidateSessionID(sessionID); err != nil {
 		return nil, fmt.Errorf("new runner: %w", err)
 	}
-	r := &Runner{sessionID: sessionID, env: os.Environ(), grace: DefaultPipeGrace, oomFiles: oomFiles}
+	r := &Runner{sessionID: sessionID, env: os.Environ(), grace: DefaultPipeGrace, oomFiles: oomFiles, reaper: DefaultReaper()}
 	for _, o := range opts {
 		o(r)
 	}
 	r.env = withoutMarker(r.env)
+	if len(r.reaper) > 0 && supported {
+		argv := append(append([]string(nil), r.reaper...), ReapOptions{SessionID: sessionID, OOMScoreAdj: r.oomScoreAdj}.args()...)
+		r.pool = newReaperPool(argv)
+	}
 	return r, nil
 }
 
@@ -95,8 +120,26 @@ func ValidateSessionID(id string) error {
 func (r *Runner) SessionID() string { return r.sessionID }
 
 // KillSession kills every process started by this Runner's session,
-// including background processes of commands that already ended.
-func (r *Runner) KillSession() error { return KillSession(r.sessionID) }
+// including background processes of commands that already ended: every
+// reaper kills its subtree and exits (the Runner starts new ones when it
+// runs again), then every process that carries one of the session's markers
+// is killed.
+func (r *Runner) KillSession() error {
+	if r.pool != nil {
+		r.pool.closeAll()
+		r.pool.wait()
+	}
+	return killMarkerSession(r.sessionID)
+}
+
+// Prewarm starts a reaper ahead of the first command, so that it does not
+// wait for one to start. It does nothing without a reaper.
+func (r *Runner) Prewarm() error {
+	if r.pool == nil {
+		return nil
+	}
+	return r.pool.warm()
+}
 
 // Run starts cmd and waits for it: Start then Process.Wait. A command that
 // cannot start (no such binary, no shell, missing directory) is an error
@@ -136,10 +179,12 @@ func (r *Runner) Start(ctx context.Context, cmd sandbox.Command) (*Process, erro
 	if err != nil {
 		return nil, err
 	}
-	marker := r.sessionID + "." + strconv.FormatUint(r.seq.Add(1), 10)
+	id := r.seq.Add(1)
+	marker := r.sessionID + "." + strconv.FormatUint(id, 10)
 	c.Env = append(c.Env, MarkerEntry(marker))
 	p := &Process{
 		ctx:        ctx,
+		id:         id,
 		marker:     marker,
 		shell:      shell,
 		timeout:    cmd.Timeout,
@@ -149,7 +194,7 @@ func (r *Runner) Start(ctx context.Context, cmd sandbox.Command) (*Process, erro
 		exited:     make(chan struct{}),
 		drained:    make(chan struct{}),
 	}
-	if err := p.start(c, cmd); err != nil {
+	if err := p.start(c, cmd, r.pool); err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Args[0], err)
 	}
 	return p, nil
@@ -228,6 +273,7 @@ func withoutMarker(env []string) []string {
 // Process is a started command.
 type Process struct {
 	ctx        context.Context
+	id         uint64
 	marker     string
 	shell      string
 	timeout    time.Duration
@@ -235,7 +281,9 @@ type Process struct {
 	oomFiles   []string
 	afterGrace func()
 
-	cmd       *exec.Cmd
+	pid       int
+	reaper    *reaper   // the command's reaper; nil when started directly
+	cmd       *exec.Cmd // when started directly
 	started   time.Time
 	oomBefore uint64
 	oomKnown  bool
@@ -245,14 +293,25 @@ type Process struct {
 	outMu          sync.Mutex
 	writeErr       error
 
-	exited  chan struct{} // closed when cmd.Wait returned
-	waitErr error
-	reapMu  sync.Mutex // held while the leader is reaped, and by Kill
-	reaped  bool
-	drained chan struct{} // closed when both output readers stopped
+	exited     chan struct{} // closed by finish
+	finishOnce sync.Once
+	exitCode   int
+	signal     string
+	waitErr    error
+	reapMu     sync.Mutex // held while a directly started leader is reaped, and by Kill
+	reaped     bool
+	drained    chan struct{} // closed when both output readers stopped
 }
 
-func (p *Process) start(c *exec.Cmd, cmd sandbox.Command) (err error) {
+// finish records how the main process ended; only the first call counts.
+func (p *Process) finish(code int, signal string, err error) {
+	p.finishOnce.Do(func() {
+		p.exitCode, p.signal, p.waitErr = code, signal, err
+		close(p.exited)
+	})
+}
+
+func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) (err error) {
 	var files []*os.File // ours to close whatever happens
 	defer func() {
 		for _, f := range files {
@@ -274,46 +333,46 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	c.Stdout, c.Stderr = outW, errW
-	var inW *os.File
+	var inR, inW *os.File
 	switch in := cmd.Stdin.(type) {
 	case nil:
+		if pool != nil { // os/exec opens it itself
+			if inR, err = os.Open(os.DevNull); err != nil {
+				return err
+			}
+			files = append(files, inR)
+		}
 	case *os.File:
-		c.Stdin = in
+		inR = in
 	default:
-		var inR *os.File
 		if inR, inW, err = pipe(); err != nil {
 			return err
 		}
-		c.Stdin = inR
 	}
 
 	p.oomBefore, p.oomKnown = readOOMKills(p.oomFiles)
 	p.started = time.Now()
-	if err := c.Start(); err != nil {
+	if pool != nil {
+		err = p.startReaped(c, pool, []*os.File{inR, outW, errW})
+	} else {
+		err = p.startDirect(c, inR, outW, errW)
+	}
+	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) { // the directory exists: the binary (or its interpreter) does not
 			err = &exec.Error{Name: c.Args[0], Err: exec.ErrNotFound}
 		}
 		return err
 	}
-	p.cmd = c
 	p.stdout, p.stderr, p.stdin = outR, errR, inW
-	files = []*os.File{outW, errW} // the child's ends; the child holds its copies
-	if inW != nil {
-		files = append(files, c.Stdin.(*os.File))
+	// Close the child's ends (the child holds its copies); keep ours.
+	childEnds := files[:0]
+	for _, f := range files {
+		if f != outR && f != errR && f != inW {
+			childEnds = append(childEnds, f)
+		}
 	}
+	files = childEnds
 
-	go func() {
-		// Wait for the exit without reaping, so the pid (and the process
-		// group it leads) cannot be reused while Kill may still signal it;
-		// then reap under reapMu.
-		waitExited(c.Process.Pid)
-		p.reapMu.Lock()
-		p.waitErr = c.Wait()
-		p.reaped = true
-		p.reapMu.Unlock()
-		close(p.exited)
-	}()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go p.drain(&wg, outR, cmd.Stdout)
@@ -328,6 +387,58 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command) (err error) {
 			_ = inW.Close()
 		}()
 	}
+	return nil
+}
+
+// startReaped starts c under a reaper from pool; files are its stdin,
+// stdout and stderr.
+func (p *Process) startReaped(c *exec.Cmd, pool *reaperPool, files []*os.File) error {
+	m := reapMsg{Op: reapStart, ID: p.id, Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir}
+	for try := 0; ; try++ {
+		r, err := pool.get()
+		if err != nil {
+			return err
+		}
+		p.reaper = r
+		err = r.start(p, m, files)
+		// An idle reaper may have died unnoticed (a command killed it):
+		// then another one.
+		if !errors.Is(err, errNotSent) || try > 0 {
+			return err
+		}
+	}
+}
+
+// startDirect starts c as a child of this process.
+func (p *Process) startDirect(c *exec.Cmd, stdin, stdout, stderr *os.File) error {
+	if stdin != nil {
+		c.Stdin = stdin
+	}
+	c.Stdout, c.Stderr = stdout, stderr
+	if err := c.Start(); err != nil {
+		return err
+	}
+	p.cmd = c
+	p.pid = c.Process.Pid
+	go func() {
+		// Wait for the exit without reaping, so the pid (and the process
+		// group it leads) cannot be reused while Kill may still signal it;
+		// then reap under reapMu.
+		waitExited(c.Process.Pid)
+		p.reapMu.Lock()
+		err := c.Wait()
+		p.reaped = true
+		p.reapMu.Unlock()
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			err = nil
+		}
+		code, sig := -1, ""
+		if c.ProcessState != nil {
+			code, sig = processExit(c.ProcessState)
+		}
+		p.finish(code, sig, err)
+	}()
 	return nil
 }
 
@@ -377,21 +488,25 @@ func (p *Process) drain(wg *sync.WaitGroup, f *os.File, w io.Writer) {
 func (p *Process) Marker() string { return p.marker }
 
 // Pid returns the main process's pid (also its process group).
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.pid }
 
-// Kill kills the command's tree: its process group, then every process that
-// carries its marker. It does not wait for Wait. The group is signalled only
-// while its leader is not reaped: after that its number may belong to an
-// unrelated process group (a container's, say), and the marker scan finds
-// any member left.
+// Kill kills the command's tree and does not wait for Wait. Under a reaper:
+// the reaper kills its whole subtree (the main process's group first);
+// directly: the process group, while its leader is not reaped (after that
+// its number may belong to an unrelated group). Then, in both cases, every
+// process that carries the command's marker.
 func (p *Process) Kill() error {
-	var groupErr error
-	p.reapMu.Lock()
-	if !p.reaped {
-		groupErr = killGroup(p.cmd.Process.Pid)
+	var err error
+	if p.reaper != nil {
+		err = p.reaper.kill(p.id)
+	} else {
+		p.reapMu.Lock()
+		if !p.reaped {
+			err = killGroup(p.pid)
+		}
+		p.reapMu.Unlock()
 	}
-	p.reapMu.Unlock()
-	return errors.Join(groupErr, KillMarker(p.marker, false))
+	return errors.Join(err, KillMarker(p.marker, false))
 }
 
 // Wait waits for the command's main process to exit (killing the tree first
@@ -408,14 +523,24 @@ func (p *Process) Wait() (sandbox.Result, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
+	killed := false
 	select {
 	case <-p.exited:
 	case <-timeout:
 		if !closed(p.exited) {
 			res.TimedOut = true
-			_ = p.Kill()
+			killed = true
 		}
 	case <-p.ctx.Done():
+		killed = true
+	}
+	if killed {
+		if p.reaper != nil {
+			// The reaper first: the marker scan below reads every process's
+			// environment, and the main process's exit need not wait for it.
+			_ = p.reaper.kill(p.id)
+			<-p.exited
+		}
 		_ = p.Kill()
 	}
 	<-p.exited
@@ -449,7 +574,7 @@ func (p *Process) Wait() (sandbox.Result, error) {
 		_ = p.stdin.Close()
 	}
 
-	res.ExitCode, res.Signal = exitStatus(p.cmd.ProcessState)
+	res.ExitCode, res.Signal = p.exitCode, p.signal
 	if res.TimedOut {
 		res.ExitCode, res.Signal = 128+9, "SIGKILL"
 	}
@@ -458,9 +583,14 @@ func (p *Process) Wait() (sandbox.Result, error) {
 	}
 	res.Duration = time.Since(p.started)
 
-	var exitErr *exec.ExitError
-	if p.waitErr != nil && !errors.As(p.waitErr, &exitErr) && err == nil {
-		err = fmt.Errorf("wait: %w", p.waitErr)
+	if p.waitErr != nil {
+		if errors.Is(p.waitErr, errReaperDied) {
+			// Its reaper cannot kill what is left: the marker may.
+			_ = KillMarker(p.marker, false)
+		}
+		if err == nil {
+			err = fmt.Errorf("wait: %w", p.waitErr)
+		}
 	}
 	if err == nil && p.writeErr != nil {
 		err = fmt.Errorf("write output: %w", p.writeErr)

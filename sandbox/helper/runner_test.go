@@ -14,7 +14,7 @@ import (
 
 func newTestRunner(t *testing.T, opts ...RunnerOption) *Runner {
 	t.Helper()
-	r, err := NewRunner(NewSessionID(), append([]RunnerOption{WithDir(t.TempDir()), WithEnv(sandboxtest.HostEnv(t))}, opts...)...)
+	r, err := NewRunner(NewSessionID(), append([]RunnerOption{WithDir(t.TempDir()), WithEnv(sandboxtest.HostEnv(t)), WithReaper(SelfReaper())}, opts...)...)
 	if err != nil {
 		t.Fatalf("NewRunner: %v", err)
 	}

@@ -32,7 +32,24 @@ type ServeOptions struct {
 	// command's exit (the host's git boundary watches the shadow's
 	// fingerprint this way).
 	State func() string
+	// Reaper overrides the Runner's reaper command line (WithReaper) when
+	// not nil.
+	Reaper []string
+	// OwnProcess says Serve is the whole process (`helper serve`): it makes
+	// the process a child subreaper and kills every process that lands on
+	// it (one whose reaper was killed), makes it not dumpable (a command can
+	// neither ptrace it nor open its descriptors through /proc), and raises
+	// its oom_score_adj to ServeOOMScoreAdj and its commands' to
+	// CommandOOMScoreAdj, so that under memory pressure the kernel kills
+	// commands first, then sessions, and the container's init last.
+	OwnProcess bool
 }
+
+// The oom_score_adj of an owned Serve process and of its commands.
+const (
+	ServeOOMScoreAdj   = 500
+	CommandOOMScoreAdj = 1000
+)
 
 // Serve answers the requests read from r, writing replies to w, until r ends
 // (the host closed the session) or ctx is done. Commands run concurrently.
@@ -49,11 +66,27 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	if opts.PipeGrace > 0 {
 		ropts = append(ropts, WithPipeGrace(opts.PipeGrace))
 	}
+	if opts.Reaper != nil {
+		ropts = append(ropts, WithReaper(opts.Reaper))
+	}
+	if opts.OwnProcess {
+		ropts = append(ropts, WithOOMScoreAdj(CommandOOMScoreAdj))
+	}
 	runner, err := NewRunner(opts.SessionID, ropts...)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	s := &server{runner: runner, enc: json.NewEncoder(w), log: opts.Log, cmds: make(map[uint64]*serverCmd), state: opts.State}
+	if opts.OwnProcess {
+		stop, err := s.ownProcess()
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer stop()
+	}
+	if err := runner.Prewarm(); err != nil {
+		s.logf("%v", err)
+	}
 
 	msgs := make(chan Message)
 	readErr := make(chan error, 1)

@@ -1,7 +1,7 @@
 // Package local implements sandbox.Sandbox on the host, for --no-sandbox and
 // fast tool tests: commands run as the user, in the workspace, with the
-// host's environment, killed by process group and marker like in the
-// container (see sandbox/helper).
+// host's environment, each under a reaper that kills everything it started,
+// as in the container (see sandbox/helper).
 package local
 
 import (
@@ -30,6 +30,8 @@ var _ sandbox.Sandbox = (*Sandbox)(nil)
 type config struct {
 	env       []string
 	sessionID string
+	reaper    []string
+	setReaper bool
 }
 
 // Option configures New.
@@ -37,6 +39,13 @@ type Option func(*config)
 
 // WithEnv sets the base environment of commands (default os.Environ()).
 func WithEnv(env []string) Option { return func(c *config) { c.env = env } }
+
+// WithReaper sets the command line of the commands' reaper (default
+// helper.DefaultReaper(): shiro's own; nil: none, a kill then reaches only
+// the process group and the marker). See helper.WithReaper.
+func WithReaper(argv []string) Option {
+	return func(c *config) { c.reaper, c.setReaper = argv, true }
+}
 
 // WithSessionID sets the session ID that prefixes the commands' markers
 // (default: a random one).
@@ -59,7 +68,11 @@ func New(workspace string, opts ...Option) (*Sandbox, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("local sandbox: %s is not a directory", abs)
 	}
-	r, err := helper.NewRunner(cfg.sessionID, helper.WithEnv(cfg.env), helper.WithDir(abs))
+	ropts := []helper.RunnerOption{helper.WithEnv(cfg.env), helper.WithDir(abs)}
+	if cfg.setReaper {
+		ropts = append(ropts, helper.WithReaper(cfg.reaper))
+	}
+	r, err := helper.NewRunner(cfg.sessionID, ropts...)
 	if err != nil {
 		return nil, fmt.Errorf("local sandbox: %w", err)
 	}

@@ -1,20 +1,28 @@
 package local_test
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/helper"
 	"github.com/shiroagent/shiro/sandbox/local"
 	"github.com/shiroagent/shiro/sandbox/sandboxtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The sandboxes in these tests start this binary as their reaper.
+	if code, ok := helper.ReapMain(); ok {
+		os.Exit(code)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func newSandbox(t *testing.T) sandbox.Sandbox {
 	t.Helper()
-	sb, err := local.New(t.TempDir(), local.WithEnv(sandboxtest.HostEnv(t)))
+	sb, err := local.New(t.TempDir(), local.WithEnv(sandboxtest.HostEnv(t)), local.WithReaper(helper.SelfReaper()))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -2,9 +2,11 @@ package sandboxtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,20 +15,45 @@ import (
 	"github.com/shiroagent/shiro/sandbox"
 )
 
-// findScript prints "pid cmdline" for every process whose command line holds
-// $1, itself excepted, by scanning /proc: it needs only sh and tr, so it
-// works in any image. The pattern is an argument, not part of the script, so
-// only this sh's own command line holds it, and that one is skipped.
-const findScript = `for d in /proc/[0-9]*; do
+// findScript prints "pid pgid sid marked cmdline" for every process whose
+// command line holds $1, itself excepted, by scanning /proc: it needs only
+// sh and tr, so it works in any image (grep, where there is one, makes it
+// faster). marked is 1 when the process's environment holds
+// sandbox.MarkerEnv (0 also when it cannot be read). The pattern is an
+// argument, not part of the script, so only this sh's own command line holds
+// it, and that one is skipped.
+const findScript = `p=$1
+fields() { pgid=$3; sid=$4; }
+if command -v grep >/dev/null 2>&1; then
+  set -- $(grep -lsaF -e "$p" /proc/[0-9]*/cmdline)
+else
+  set -- /proc/[0-9]*/cmdline
+fi
+for f; do
+  d=${f%/cmdline}
   [ "${d#/proc/}" = "$$" ] && continue
-  c=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue
-  case "$c" in *"$1"*) echo "${d#/proc/} $c";; esac
+  c=$(tr '\0\n' '  ' 2>/dev/null < "$f") || continue
+  case "$c" in *"$p"*) ;; *) continue;; esac
+  read -r s 2>/dev/null < "$d/stat" || continue
+  fields ${s##*) }
+  e=$(tr '\0' ' ' 2>/dev/null < "$d/environ")
+  case " $e" in *" ` + sandbox.MarkerEnv + `="*) m=1;; *) m=0;; esac
+  echo "${d#/proc/} $pgid $sid $m $c"
 done`
 
-// Processes lists ("pid cmdline") the processes visible in sb whose command
-// line contains pattern. It runs sh inside sb, so it sees what the sandbox
-// sees.
-func Processes(t testing.TB, sb sandbox.Sandbox, pattern string) []string {
+// Proc is a process Processes found.
+type Proc struct {
+	Pid, Pgid, Sid int
+	// Marked says the environment holds sandbox.MarkerEnv.
+	Marked  bool
+	Cmdline string // arguments joined by spaces
+}
+
+func (p Proc) String() string { return fmt.Sprintf("%d %s", p.Pid, p.Cmdline) }
+
+// Processes lists the processes visible in sb whose command line contains
+// pattern. It runs sh inside sb, so it sees what the sandbox sees.
+func Processes(t testing.TB, sb sandbox.Sandbox, pattern string) []Proc {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
 	defer cancel()
@@ -35,18 +62,29 @@ func Processes(t testing.TB, sb sandbox.Sandbox, pattern string) []string {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("list processes matching %q: exit %d, %v: %s", pattern, res.ExitCode, err, errb.String())
 	}
-	var procs []string
+	var procs []Proc
 	for line := range strings.Lines(out.String()) {
-		if line = strings.TrimSpace(line); line != "" {
-			procs = append(procs, line)
+		f := strings.SplitN(strings.TrimSpace(line), " ", 5)
+		if len(f) < 5 {
+			continue
 		}
+		var p Proc
+		var err1, err2, err3 error
+		p.Pid, err1 = strconv.Atoi(f[0])
+		p.Pgid, err2 = strconv.Atoi(f[1])
+		p.Sid, err3 = strconv.Atoi(f[2])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatalf("list processes: bad line %q: %v", line, err)
+		}
+		p.Marked, p.Cmdline = f[3] == "1", f[4]
+		procs = append(procs, p)
 	}
 	return procs
 }
 
 // WaitProcesses polls Processes until cond holds for the list or the
 // deadline passes, and returns the last list.
-func WaitProcesses(t testing.TB, sb sandbox.Sandbox, pattern string, within time.Duration, cond func([]string) bool) ([]string, bool) {
+func WaitProcesses(t testing.TB, sb sandbox.Sandbox, pattern string, within time.Duration, cond func([]Proc) bool) ([]Proc, bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -16,10 +17,12 @@ import (
 	"github.com/shiroagent/shiro/sandbox"
 )
 
-// Bounds of the behaviour checks: generous, these are not benchmarks.
+// Bounds of the behaviour checks: generous, these are not benchmarks
+// (make bench measures the latencies); they tell "returns" from "hangs on a
+// process that sleeps for minutes".
 const (
-	promptly  = 2 * time.Second // a killed or finished command returns within
-	settle    = 3 * time.Second // processes appear or vanish within
+	promptly  = 10 * time.Second // a killed or finished command returns within
+	settle    = 10 * time.Second // processes appear or vanish within
 	startWait = 20 * time.Second
 )
 
@@ -46,6 +49,8 @@ func Run(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
 		{"stdin is piped", testStdin},
 		{"concurrent runs", testConcurrent},
 		{"close kills background processes", testClose},
+		{"cancel kills processes that left the group, session and environment", testEscapesCancel},
+		{"close kills processes that left the group, session and environment", testEscapesClose},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,7 +261,7 @@ func testCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
 	case <-time.After(startWait):
 		t.Fatalf("no %q on stdout within %v", "started", startWait)
 	}
-	procs, ok := WaitProcesses(t, sb, "."+tok, settle, func(p []string) bool { return countSleeps(p) == 4 })
+	procs, ok := WaitProcesses(t, sb, "."+tok, settle, func(p []Proc) bool { return countSleeps(p) == 4 })
 	if !ok {
 		t.Errorf("want the 4 sleeps running before cancel, found %q", procs)
 	}
@@ -372,7 +377,7 @@ func testClose(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
 	tok := token()
 	mustOutput(t, sb, sandbox.Command{Shell: fmt.Sprintf(
 		"sleep %s >/dev/null 2>&1 & (setsid sleep %s >/dev/null 2>&1 &)", sleepArg(340, tok), sleepArg(341, tok))})
-	if procs, ok := WaitProcesses(t, checker, "."+tok, settle, func(p []string) bool { return countSleeps(p) == 2 }); !ok {
+	if procs, ok := WaitProcesses(t, checker, "."+tok, settle, func(p []Proc) bool { return countSleeps(p) == 2 }); !ok {
 		t.Fatalf("want 2 background sleeps after the command, found %q", procs)
 	}
 	if err := sb.Close(); err != nil {
@@ -387,18 +392,221 @@ func testClose(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
 // assertGone fails unless no process matching pattern is left.
 func assertGone(t *testing.T, sb sandbox.Sandbox, pattern string) {
 	t.Helper()
-	if procs, ok := WaitProcesses(t, sb, pattern, settle, func(p []string) bool { return len(p) == 0 }); !ok {
+	if procs, ok := WaitProcesses(t, sb, pattern, settle, func(p []Proc) bool { return len(p) == 0 }); !ok {
 		t.Errorf("processes left: %q", procs)
 	}
 }
 
 // countSleeps counts the sleep processes in a Processes list.
-func countSleeps(procs []string) int {
+func countSleeps(procs []Proc) int {
 	n := 0
 	for _, p := range procs {
-		if _, cmdline, _ := strings.Cut(p, " "); strings.HasPrefix(cmdline, "sleep ") {
+		if strings.HasPrefix(p.Cmdline, "sleep ") {
 			n++
 		}
 	}
 	return n
+}
+
+// An escape is a way for a command's process to leave what a kill used to
+// find it by: its process group, its session, its marker (environment) or
+// its parent. Each starts a loop that appends to its own file.
+type escape struct {
+	name  string
+	start string // a shell line; %s is the quoted loop
+	// check reports what the loop's process should show, given the
+	// sandbox's shell, or "" when it does.
+	check func(p Proc, shell string) string
+}
+
+var escapes = []escape{
+	{"setsid env -u", "setsid env -u " + sandbox.MarkerEnv + " sh -c %s >/dev/null 2>&1 &", func(p Proc, _ string) string {
+		return firstFailure(p.Sid != p.Pid, "not a session leader", p.Marked, "marker still set")
+	}},
+	{"double-forked nohup", "(nohup sh -c %s >/dev/null 2>&1 &)", nil},
+	{"setsid -f", "setsid -f sh -c %s >/dev/null 2>&1", func(p Proc, _ string) string {
+		return firstFailure(p.Sid != p.Pid, "not a session leader")
+	}},
+	{"own process group", "(set -m; sh -c %s >/dev/null 2>&1 &) 2>/dev/null", func(p Proc, shell string) string {
+		// sh (dash) ignores set -m without a terminal; bash does not.
+		return firstFailure(shell == "bash" && p.Pgid != p.Pid, "not a group leader")
+	}},
+	{"env -i", "env -i /bin/sh -c %s >/dev/null 2>&1 &", func(p Proc, _ string) string {
+		return firstFailure(p.Marked, "marker still set")
+	}},
+}
+
+func firstFailure(pairs ...any) string {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i].(bool) {
+			return pairs[i+1].(string)
+		}
+	}
+	return ""
+}
+
+// Escapes is a set of loops, one per way a process can leave what a kill
+// used to find it by (escape names them), each appending to its own file.
+type Escapes struct {
+	// Token is in every command line of the loops (and their sleeps).
+	Token string
+	// Files are the loops' files, one per escape, in the workspace.
+	Files []string
+}
+
+// NewEscapes returns a set of loops that write in ws.
+func NewEscapes(ws string) *Escapes {
+	r := &Escapes{Token: token()}
+	for i := range escapes {
+		r.Files = append(r.Files, filepath.Join(ws, fmt.Sprintf("escape-%s-%d", r.Token, i)))
+	}
+	return r
+}
+
+// Script is a shell script that starts every loop, then runs then.
+func (r *Escapes) Script(then string) string {
+	var b strings.Builder
+	for i, e := range escapes {
+		loop := fmt.Sprintf("while sleep 0.2%s; do date >> %s; done", r.Token, shellQuote(r.Files[i]))
+		fmt.Fprintf(&b, e.start+"\n", shellQuote(loop))
+	}
+	b.WriteString(then)
+	return b.String()
+}
+
+// IsLoop says whether cmdline is one of the loops (not a sleep of one, nor
+// a process that is still to exec one).
+func (r *Escapes) IsLoop(cmdline string) bool {
+	return (strings.HasPrefix(cmdline, "sh -c while") || strings.HasPrefix(cmdline, "/bin/sh -c while")) &&
+		strings.Contains(cmdline, "escape-"+r.Token+"-")
+}
+
+// Sizes returns the size of each file (0 when missing).
+func (r *Escapes) Sizes() []int64 {
+	out := make([]int64, len(r.Files))
+	for i, f := range r.Files {
+		if fi, err := os.Stat(f); err == nil {
+			out[i] = fi.Size()
+		}
+	}
+	return out
+}
+
+// AssertStill fails t for each file whose size differs from before, taken
+// with Sizes a while earlier.
+func (r *Escapes) AssertStill(t testing.TB, before []int64) {
+	t.Helper()
+	for i, n := range r.Sizes() {
+		if n != before[i] {
+			t.Errorf("escape %q: its file still grows (%d -> %d bytes)", escapes[i].name, before[i], n)
+		}
+	}
+}
+
+// Remove removes the files.
+func (r *Escapes) Remove() {
+	for _, f := range r.Files {
+		_ = os.Remove(f)
+	}
+}
+
+// waitEscapes waits until every loop of r runs (seen by checker) and has
+// written its file, and checks that each really escaped.
+func waitEscapes(t *testing.T, r *Escapes, checker sandbox.Sandbox, shell string) {
+	t.Helper()
+	loops := func(procs []Proc) []Proc {
+		found := make([]Proc, len(escapes))
+		for _, p := range procs {
+			for i, f := range r.Files {
+				if r.IsLoop(p.Cmdline) && strings.Contains(p.Cmdline, filepath.Base(f)+"'") {
+					found[i] = p
+				}
+			}
+		}
+		return found
+	}
+	procs, ok := WaitProcesses(t, checker, r.Token, startWait, func(procs []Proc) bool {
+		sizes := r.Sizes()
+		for i, p := range loops(procs) {
+			if p.Pid == 0 || sizes[i] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		t.Fatalf("the escaped loops did not all run and write within %v; processes: %q", startWait, procs)
+	}
+	for i, p := range loops(procs) {
+		if e := escapes[i]; e.check != nil {
+			if msg := e.check(p, shell); msg != "" {
+				t.Errorf("escape %q did not escape: %s (pid %d, pgid %d, sid %d, marked %v)", e.name, msg, p.Pid, p.Pgid, p.Sid, p.Marked)
+			}
+		}
+	}
+}
+
+// assertEscapesStopped checks that no process of r is left (seen by
+// checker, another session) and that no file grows any more (seen on the
+// host, where the workspace is at the same path).
+func assertEscapesStopped(t *testing.T, r *Escapes, checker sandbox.Sandbox) {
+	t.Helper()
+	assertGone(t, checker, r.Token)
+	sizes := r.Sizes()
+	// The loops wrote every 0.2s: five periods without a write show none
+	// is left anywhere, also where checker cannot see.
+	time.Sleep(time.Second)
+	r.AssertStill(t, sizes)
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// sandboxShell returns the shell sb runs Command.Shell with.
+func sandboxShell(t *testing.T, sb sandbox.Sandbox) string {
+	t.Helper()
+	_, _, res, err := output(t, sb, sandbox.Command{Shell: "true"})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res.Shell
+}
+
+func testEscapesCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	checker := newSandbox(t)
+	shell := sandboxShell(t, sb)
+	r := NewEscapes(sb.Info().Workspace)
+	t.Cleanup(r.Remove)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := sb.Run(ctx, sandbox.Command{Shell: r.Script("sleep 304." + r.Token)})
+		done <- err
+	}()
+	waitEscapes(t, r, checker, shell)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run after cancel = %v, want context.Canceled", err)
+		}
+	case <-time.After(startWait):
+		t.Fatalf("Run did not return within %v of cancel", startWait)
+	}
+	assertEscapesStopped(t, r, checker)
+}
+
+func testEscapesClose(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+	sb := newSandbox(t)
+	checker := newSandbox(t)
+	shell := sandboxShell(t, sb)
+	r := NewEscapes(sb.Info().Workspace)
+	t.Cleanup(r.Remove)
+	mustOutput(t, sb, sandbox.Command{Shell: r.Script("echo started")})
+	waitEscapes(t, r, checker, shell)
+	if err := sb.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	assertEscapesStopped(t, r, checker)
 }

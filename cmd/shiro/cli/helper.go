@@ -21,7 +21,7 @@ func NewCmdHelper(f *Factory) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 	}
-	cmd.AddCommand(newCmdHelperInit(f), newCmdHelperServe(f), newCmdHelperKill(), newCmdHelperGit(f))
+	cmd.AddCommand(newCmdHelperInit(f), newCmdHelperServe(f), newCmdHelperReap(), newCmdHelperKill(), newCmdHelperGit(f))
 	return cmd
 }
 
@@ -35,8 +35,8 @@ func newCmdHelperInit(f *Factory) *cobra.Command {
 			return helper.Init(cmd.Context(), helper.InitOptions{IdleTimeout: idle, PollInterval: poll, Log: f.ErrOut})
 		},
 	}
-	cmd.Flags().DurationVar(&idle, "idle", 30*time.Minute, "stop after this long with nothing running")
-	cmd.Flags().DurationVar(&poll, "poll", 0, "how often to look for running processes (default: a fraction of --idle)")
+	cmd.Flags().DurationVar(&idle, "idle", 30*time.Minute, "stop after this long with no session open")
+	cmd.Flags().DurationVar(&poll, "poll", 0, "how often to count the open sessions (default: 1s, or a quarter of --idle when shorter)")
 	return cmd
 }
 
@@ -48,7 +48,7 @@ func newCmdHelperServe(f *Factory) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			touchLastUsed()
-			opts := helper.ServeOptions{SessionID: session, Env: os.Environ()}
+			opts := helper.ServeOptions{SessionID: session, Env: os.Environ(), OwnProcess: true}
 			if gitRoot != "" {
 				var l gitshadow.Layout
 				if err := json.Unmarshal([]byte(gitLayout), &l); err != nil {
@@ -95,6 +95,21 @@ func touchLastUsed() {
 	}
 }
 
+func newCmdHelperReap() *cobra.Command {
+	var opts helper.ReapOptions
+	cmd := &cobra.Command{
+		Use:   "reap",
+		Short: "Hold one command at a time of a session and kill all it starts (started by serve)",
+		Args:  cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			return helper.Reap(os.NewFile(helper.ReapFD, "reaper"), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.SessionID, "session", "", "session id (for a kill from outside)")
+	cmd.Flags().IntVar(&opts.OOMScoreAdj, "oom-score-adj", 0, "raise the oom_score_adj of the reaper and its commands")
+	return cmd
+}
+
 func newCmdHelperKill() *cobra.Command {
 	var session, marker string
 	cmd := &cobra.Command{
@@ -104,14 +119,14 @@ func newCmdHelperKill() *cobra.Command {
 		RunE: func(_ *cobra.Command, _ []string) error {
 			switch {
 			case session != "":
-				return helper.KillMarker(session+".", true)
+				return helper.KillSession(session)
 			case marker != "":
 				return helper.KillMarker(marker, false)
 			}
 			return usagef("want --session or --marker")
 		},
 	}
-	cmd.Flags().StringVar(&session, "session", "", "kill every process of this session")
+	cmd.Flags().StringVar(&session, "session", "", "kill every process of this session (and its helper serve)")
 	cmd.Flags().StringVar(&marker, "marker", "", "kill every process carrying this command marker")
 	return cmd
 }
