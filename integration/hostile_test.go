@@ -447,6 +447,44 @@ cp /tmp/wrapper "$H" 2>&1; mv "$H" "$H.real" 2>&1; chmod 777 "$H" 2>&1; cp /tmp/
 	}
 }
 
+func TestHostileEscapedLoopDies(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	ws := h.workspace("loop")
+	h.bash(ws, `setsid env -u SHIRO_CMD sh -c 'while sleep 0.2; do date >> loop.txt; done' >/dev/null 2>&1 & (nohup setsid env -i /bin/sh -c 'while sleep 0.2; do date >> loop2.txt; done' >/dev/null 2>&1 &); sleep 1; echo started`, nil, nil)
+	size := func(name string) int64 {
+		fi, err := os.Stat(filepath.Join(ws, name))
+		if err != nil {
+			return -1
+		}
+		return fi.Size()
+	}
+	// The session is over: whatever it started is gone, so the files stop
+	// growing (checked on the host) and nothing is left in the container.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a, b := size("loop.txt"), size("loop2.txt")
+		time.Sleep(time.Second)
+		if size("loop.txt") == a && size("loop2.txt") == b {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an escaped loop still writes the workspace after the session ended")
+		}
+	}
+	for _, id := range testenv.ContainerIDs(t, h.api, ws) {
+		top, err := h.api.ContainerTop(t.Context(), id, client.ContainerTopOptions{Arguments: []string{"-eo", "pid,args"}})
+		if err != nil {
+			continue // stopped
+		}
+		for _, p := range top.Processes {
+			if line := strings.Join(p, " "); strings.Contains(line, "while sleep") || strings.Contains(line, "sleep 0.2") {
+				t.Errorf("left in the container: %s", line)
+			}
+		}
+	}
+}
+
 func TestHostileNewRepositoryGetsAFreshHome(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)

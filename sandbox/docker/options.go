@@ -54,7 +54,8 @@ type Options struct {
 	Pids   int64
 	// Network is "bridge" or "none".
 	Network string
-	// IdleTimeout stops the container when nothing has run in it for this long.
+	// IdleTimeout stops the container when no session has been open in it
+	// for this long.
 	IdleTimeout time.Duration
 	// UID and GID run every command; default the current user's.
 	UID, GID int
