@@ -91,9 +91,19 @@ const shiroMain = "github.com/shiroagent/shiro/cmd/shiro"
 // their process group and the processes that kept their marker).
 func DefaultReaper() []string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Path == shiroMain {
-		return []string{"/proc/self/exe", "helper", "reap"}
+		return []string{selfPath(), "helper", "reap"}
 	}
 	return nil
+}
+
+// selfPath is the running program's path, resolved now: once a serve
+// process is made non-dumpable, a normal user can no longer execute it
+// through /proc/self/exe.
+func selfPath() string {
+	if exe, err := os.Executable(); err == nil {
+		return exe
+	}
+	return "/proc/self/exe"
 }
 
 // reapMainArg is the first argument that makes ReapMain run the reaper.
@@ -102,7 +112,7 @@ const reapMainArg = "-shiro.helper.reap"
 // SelfReaper is the reaper command line that restarts the running program
 // as a reaper, for a program whose main function (a test binary's TestMain)
 // calls ReapMain first.
-func SelfReaper() []string { return []string{"/proc/self/exe", reapMainArg} }
+func SelfReaper() []string { return []string{selfPath(), reapMainArg} }
 
 // ReapMain runs the reaper and returns its exit code when the program was
 // started as SelfReaper; ok is false otherwise and nothing happened.

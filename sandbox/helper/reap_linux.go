@@ -24,14 +24,16 @@ func Reap(conn *os.File, opts ReapOptions) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("become a subreaper: %w", err)
 	}
-	// Not dumpable: a command (same user) can neither ptrace the reaper nor
-	// open its descriptors through /proc.
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// The OOM score first: once the process is not dumpable, its /proc
+	// files belong to root and a normal user cannot write them.
 	if opts.OOMScoreAdj != 0 {
 		if err := setOOMScoreAdj(opts.OOMScoreAdj); err != nil {
 			return err
 		}
 	}
+	// Not dumpable: a command (same user) can neither ptrace the reaper nor
+	// open its descriptors through /proc.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	c, err := net.FileConn(conn) // a close-on-exec duplicate: commands never get it
 	_ = conn.Close()
 	if err != nil {
