@@ -55,15 +55,21 @@ func IsGated(t Tool) bool { return t.Gated() || strings.HasPrefix(t.Name(), "mcp
 func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Event)) (bool, string) {
 	if reason := a.guard(ctx, call); reason != "" {
 		emit(Event{Type: EventNotice, Text: reason})
-		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: reason})
+		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: reason})
 		return false, reason
 	}
 	if a.cfg.Yolo || !IsGated(t) || a.Allowed(call.Name) {
 		return true, ""
 	}
 	if a.cfg.Approver == nil {
-		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: NoApprover})
+		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: NoApprover})
 		return false, NoApprover
+	}
+	if c, ok := t.(Checker); ok {
+		if problem := c.Check(ctx, call.Input); problem != "" {
+			emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Input: call.Input, Error: problem})
+			return false, problem
+		}
 	}
 	d, err := a.cfg.Approver.Approve(ctx, ApprovalRequest{ID: call.CallID, Tool: call.Name, Input: call.Input})
 	if err != nil {
@@ -71,7 +77,7 @@ func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Eve
 		if !errors.Is(err, context.Canceled) {
 			reason = fmt.Sprintf("%s (the approval failed: %v)", DeniedByUser, err)
 		}
-		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: reason})
+		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: reason})
 		return false, reason
 	}
 	switch d {
@@ -83,7 +89,7 @@ func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Eve
 	case Once:
 		return true, ""
 	}
-	emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: DeniedByUser})
+	emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: DeniedByUser})
 	return false, DeniedByUser
 }
 
@@ -166,10 +172,10 @@ func (a *Agent) runCall(ctx context.Context, tools map[string]Tool, call llm.Par
 		return fail(fmt.Sprintf("%s failed: %v", call.Name, err))
 	}
 	if res.IsError {
-		emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Error: res.Output})
+		emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Error: res.Output, Exit: res.Exit})
 		return res
 	}
-	emit(Event{Type: EventToolResult, ID: call.CallID, Name: call.Name, Output: res.Output})
+	emit(Event{Type: EventToolResult, ID: call.CallID, Name: call.Name, Output: res.Output, Exit: res.Exit})
 	return res
 }
 
