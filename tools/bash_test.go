@@ -73,4 +73,3 @@ func TestBashDescribesBinaryOutput(t *testing.T) {
 		t.Errorf("binary bytes reached the result: %q", res.Text)
 	}
 }
-
