@@ -263,3 +263,26 @@ func TestAnthropicRecordsRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestAnthropicStallHoldsTheStreamMidAnswer(t *testing.T) {
+	t.Parallel()
+	stall := make(chan struct{})
+	s := fakemodel.New(t, fakemodel.Reply{Text: "thinking out loud", Stall: stall, ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "bash", Input: `{}`}}})
+	res := postAnthropic(t, s.URL, `{"model":"m","max_tokens":10,"stream":true,"messages":[]}`)
+	// The text's delta arrives while the stream is held.
+	br := bufio.NewReader(res.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before the text: %v", err)
+		}
+		if strings.Contains(line, "thinking out loud") {
+			break
+		}
+	}
+	close(stall)
+	rest := readAnthropicEvents(t, br)
+	if got := anthropicNames(rest); !strings.HasPrefix(got, "content_block_stop content_block_start content_block_delta") || !strings.HasSuffix(got, "message_delta message_stop") {
+		t.Errorf("after the stall: %s", got)
+	}
+}

@@ -46,6 +46,23 @@ type Reply struct {
 	// while it waits for the model.
 	Reached chan struct{}
 	Hold    <-chan struct{}
+	// Stall, when set, stops the stream after the reasoning and text
+	// deltas (before the text ends and the tool calls come) until it is
+	// closed or the client gives up: a model caught mid-answer.
+	Stall <-chan struct{}
+
+	gone <-chan struct{} // the request's end, set when it arrives
+}
+
+// stall waits for Stall, if set.
+func (rep Reply) stall() {
+	if rep.Stall == nil {
+		return
+	}
+	select {
+	case <-rep.Stall:
+	case <-rep.gone:
+	}
 }
 
 // ToolCall is one tool call the model makes.
@@ -176,6 +193,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // delayed closes rep.Reached, waits for rep.Hold and rep.Delay (or until
 // the client gives up) and returns rep.
 func delayed(r *http.Request, rep Reply) Reply {
+	rep.gone = r.Context().Done()
 	if rep.Reached != nil {
 		close(rep.Reached)
 	}
