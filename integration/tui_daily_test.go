@@ -177,7 +177,6 @@ func TestTUICtrlCNeverQuitsMidTurn(t *testing.T) {
 			fakemodel.Reply{Text: "Once upon a time", Stall: streaming},
 			fakemodel.Reply{Reasoning: "Let me think about this carefully.", Stall: thinking},
 			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: `{"command":"echo approve me"}`}}},
-			fakemodel.Reply{Text: "Fine, I will not."},
 			fakemodel.Reply{Text: "Still going", Stall: last},
 		)
 		t.Cleanup(func() { close(streaming); close(thinking); close(last) })
@@ -265,8 +264,9 @@ func TestTUIBinaryOutputLeavesNoControlBytes(t *testing.T) {
 			t.Errorf("the input and the status bar are torn:\n%s", scr)
 		}
 		reqs := modelRequests(srv)
-		if len(reqs) != 3 || !providers[0].paired(t, reqs[2].JSON(), "b2", "<binary output, 3001 bytes>") {
-			t.Errorf("the model did not get the binary described: %s", reqs[len(reqs)-1].Body)
+		// (JSON escapes the angle brackets.)
+		if len(reqs) != 3 || !providers[0].paired(t, reqs[2].JSON(), "b2", "binary output, 3001 bytes") {
+			t.Errorf("the model did not get the binary described (%d requests)", len(reqs))
 		}
 		s.quit()
 	})
@@ -468,13 +468,33 @@ func TestTUIResizeDuringAStreamDuplicatesNothing(t *testing.T) {
 		srv := fakemodel.New(t, fakemodel.Reply{Text: story, Chunks: 4, Stall: stall})
 		s := startTUIAt(t, ws, srv, w, h, false)
 		s.keys("tell me a story", true)
-		s.waitFor("The end", 20*time.Second)
-		// Shrink and grow while the reply is still live.
+		s.waitFor("came last", 20*time.Second)
+		// drawnAt waits until shiro has laid the live reply out for width
+		// cols: its first row ends with a whole word (a row the terminal
+		// rewrapped ends where the width does).
+		drawnAt := func(cols int) {
+			t.Helper()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				for _, row := range strings.Split(s.screen(), "\n") {
+					row = strings.TrimRight(row, " ")
+					if strings.HasPrefix(row, "Once upon a time") && len(row) <= cols && len(row) > cols-20 && story[len(row)] == ' ' {
+						return
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the reply was never laid out for %d columns:\n%s", cols, s.screen())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		drawnAt(w)
+		// Grow, then shrink back, while the reply is still live.
 		other := map[int][2]int{80: {60, 20}, 60: {100, 30}}[w]
 		s.run("resize-window", "-t", s.name, "-x", fmt.Sprint(other[0]), "-y", fmt.Sprint(other[1]))
-		s.waitFor("esc to interrupt", 5*time.Second)
+		drawnAt(other[0])
 		s.run("resize-window", "-t", s.name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h))
-		s.waitFor("esc to interrupt", 5*time.Second)
+		drawnAt(w)
 		close(stall)
 		s.waitGone("esc to interrupt", 20*time.Second)
 		s.waitFor("ask shiro", 5*time.Second)
@@ -482,7 +502,7 @@ func TestTUIResizeDuringAStreamDuplicatesNothing(t *testing.T) {
 		for what, want := range map[string]int{
 			"> tell me a story": 1,
 			"Once upon a time":  1,
-			"The end":           1,
+			"came last":         1,
 			"ask shiro":         1,
 			"esc to interrupt":  0,
 		} {

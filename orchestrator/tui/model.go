@@ -32,6 +32,7 @@ type Model struct {
 	out  *printQueue
 
 	width, height int
+	sized         bool // the terminal's size is known (or it is not a terminal)
 	cfg           config.Config
 	configured    bool
 	stats         stats
@@ -127,6 +128,9 @@ func newModel(rt *runtime, opts Options, st styles) *Model {
 		clock:         time.Now,
 		guardFor:      guardInterval,
 	}
+	if _, terminal := rt.app.reflow.width(); !terminal {
+		m.sized = true // no size will come: draw for the defaults
+	}
 	if opts.Config.Sandbox.NoSandbox {
 		m.box.phase = "host"
 	}
@@ -176,10 +180,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		if msg.Width != m.width && m.width > 0 {
-			m.rt.app.reflow.resized(msg.Width)
-		}
-		m.width, m.height = msg.Width, msg.Height
+		m.width, m.height, m.sized = msg.Width, msg.Height, true
 		if m.replayPending && m.rt.sess != nil {
 			m.replayPending = false
 			m.replay(m.rt.sess.Agent().Messages())

@@ -1,83 +1,125 @@
 package tui
 
 import (
+	"bytes"
 	"io"
 	"strconv"
 	"sync"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/term"
 )
 
-// reflowWriter sits between Bubble Tea and the terminal. When the terminal
-// narrows, one that rewraps its lines (tmux and most terminal emulators
-// do) turns each line of the frame on screen that is wider than the new
-// width into several rows, where Bubble Tea counts one: its next frame
-// starts that many rows too low and leaves the top of the old frame behind,
-// a duplicate in the scrollback. After such a change the writer moves the
-// first frame up by the extra rows and erases what is below, so that it
-// paints over the whole of the old frame.
+// reflowWriter sits between Bubble Tea and the terminal and keeps its
+// frames in place when the terminal's width changes. Bubble Tea starts each
+// frame by climbing one row per line of the last one, to its top. But when
+// the terminal narrows, one that rewraps its lines (tmux and most terminal
+// emulators do) has turned each line wider than the new width into several
+// rows; and a frame written just before Bubble Tea hears of the change may
+// hold lines wider than the terminal, which it wraps. Either way the climb
+// falls short, and the top of the old frame stays behind: a duplicate in
+// the scrollback. So the writer follows what each frame wrote (the width of
+// every line) and, before the next one, asks the terminal its width; when
+// the old frame now takes more rows than lines, the climb goes that much
+// higher and clears below first.
 type reflowWriter struct {
-	out io.Writer
+	out   io.Writer
+	width func() (int, bool) // the terminal's width now, if known
 
-	mu       sync.Mutex
-	latest   []string // the lines of the newest view
-	onScreen []string // the lines of the frame last written
-	extra    int      // rows to add to the next frame's climb
+	mu      sync.Mutex
+	cells   []int // the cell widths of the lines written, the live area's last
+	wroteAt int   // the terminal's width when the last frame was written
 }
 
-func newReflowWriter(out io.Writer) *reflowWriter { return &reflowWriter{out: out} }
+// keepLines bounds what the writer remembers of the lines written.
+const keepLines = 256
 
-// viewed records the newest view's lines (called from View).
-func (w *reflowWriter) viewed(lines []string) {
-	w.mu.Lock()
-	w.latest = lines
-	w.mu.Unlock()
-}
-
-// resized records a change to width: the frame on screen now takes the
-// rows a rewrapping terminal gives it.
-func (w *reflowWriter) resized(width int) {
-	if width <= 0 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	extra := 0
-	for i, l := range w.onScreen {
-		if i == len(w.onScreen)-1 {
-			break // the cursor sits at the start of the last line
-		}
-		if cells := ansi.StringWidth(l); cells > width {
-			extra += (cells+width-1)/width - 1
+func newReflowWriter(out io.Writer) *reflowWriter {
+	w := &reflowWriter{out: out, width: func() (int, bool) { return 0, false }}
+	if f, ok := out.(terminalFile); ok {
+		w.width = func() (int, bool) {
+			cols, _, err := term.GetSize(f.Fd())
+			return cols, err == nil && cols > 0
 		}
 	}
-	w.extra += extra
+	return w
 }
 
-// Write passes p on; a frame written after a width change climbs the extra
-// rows and clears below first.
+// Write passes p on. A frame (it starts with the climb) climbs the rows
+// its predecessor takes now, and its lines are remembered.
 func (w *reflowWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
 	n, up := climb(p)
-	if n > 0 {
-		// A frame: Bubble Tea starts each with the climb to its top.
-		if w.extra > 0 {
-			fixed := make([]byte, 0, len(p)+16)
-			fixed = append(fixed, ansi.CursorUp(up+w.extra)...)
-			fixed = append(fixed, ansi.EraseScreenBelow...)
-			fixed = append(fixed, p[n:]...)
-			w.extra = 0
-			w.onScreen = w.latest
-			w.mu.Unlock()
-			if _, err := w.out.Write(fixed); err != nil {
-				return 0, err
-			}
-			return len(p), nil
-		}
-		w.onScreen = w.latest
+	first := n == 0 && len(p) > 0 && p[0] == '\r' // the first frame has nothing to climb
+	if n == 0 && !first {
+		return w.out.Write(p) // not a frame: a mode switch, the cursor
+	}
+	width, known := w.width()
+	w.mu.Lock()
+	extra := 0
+	if known && n > 0 {
+		extra = w.extraRows(up, width)
+	}
+	w.follow(p[n:], up)
+	if known {
+		w.wroteAt = width
 	}
 	w.mu.Unlock()
-	return w.out.Write(p)
+	if extra == 0 {
+		return w.out.Write(p)
+	}
+	fixed := make([]byte, 0, len(p)+16)
+	fixed = append(fixed, ansi.CursorUp(up+extra)...)
+	fixed = append(fixed, ansi.EraseScreenBelow...)
+	fixed = append(fixed, p[n:]...)
+	if _, err := w.out.Write(fixed); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// extraRows is how many rows more than up the climb to the top of the
+// last frame takes, the terminal being width cells wide: its lines but
+// the last take one row per width cells; the cursor sits at the start of
+// the last one, on its last row if the terminal wrapped it as it was
+// written.
+func (w *reflowWriter) extraRows(up, width int) int {
+	if up+1 > len(w.cells) {
+		return 0 // not a frame the writer saw whole
+	}
+	frame := w.cells[len(w.cells)-up-1:]
+	rowsOf := func(c int) int { return max((c+width-1)/width, 1) }
+	climb := 0
+	for _, c := range frame[:up] {
+		climb += rowsOf(c)
+	}
+	if last := frame[up]; w.wroteAt > 0 && last > w.wroteAt {
+		climb += rowsOf(last) - 1
+	}
+	return max(climb-up, 0)
+}
+
+// follow records the lines a frame wrote: body is what follows its climb,
+// one segment per line between newlines. A segment that is empty (or only
+// a carriage return) is a line Bubble Tea left as it was.
+func (w *reflowWriter) follow(body []byte, up int) {
+	segs := bytes.Split(body, []byte("\n"))
+	old := w.cells[max(len(w.cells)-up-1, 0):]
+	var lines []int
+	for i, seg := range segs {
+		if len(seg) == 0 || len(seg) == 1 && seg[0] == '\r' {
+			if i < len(old) {
+				lines = append(lines, old[i])
+			} else {
+				lines = append(lines, 0)
+			}
+			continue
+		}
+		lines = append(lines, ansi.StringWidth(string(seg)))
+	}
+	w.cells = append(w.cells, lines...)
+	if len(w.cells) > keepLines {
+		w.cells = append([]int(nil), w.cells[len(w.cells)-keepLines:]...)
+	}
 }
 
 // climb parses the cursor-up sequence a frame starts with: its length and

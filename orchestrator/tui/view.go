@@ -27,8 +27,8 @@ const (
 // wrapped or scrolled away by the terminal (either leaves rows the
 // renderer can no longer reach).
 func (m *Model) View() string {
-	if m.quitting {
-		return ""
+	if m.quitting || !m.sized {
+		return "" // nothing until the terminal's size is known: a frame drawn for a guess would not fit
 	}
 	w, h := m.contentWidth(), m.height
 	if h <= 0 {
@@ -40,7 +40,6 @@ func (m *Model) View() string {
 			lines[i] = ansi.Truncate(l, w, "")
 		}
 	}
-	m.rt.app.reflow.viewed(lines)
 	return strings.Join(lines, "\n")
 }
 
