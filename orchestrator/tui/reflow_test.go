@@ -19,7 +19,6 @@ func frame(up int, lines ...string) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-
 func TestReflowWriterClimbsTheRowsATerminalAdded(t *testing.T) {
 	t.Parallel()
 	wide := strings.Repeat("x", 100)
