@@ -27,8 +27,9 @@ type modal interface {
 // under the user's fingers. A form that opens by itself (an approval, a
 // question, a list that arrived, a command run from the input) starts
 // guarded: keys go to the draft until the form has been visible for
-// guardInterval and no key came for as long. A form opened by a key in
-// another form (the next step of onboarding) is answered at once.
+// guardInterval and no key came for as long. A form opened by another form
+// (the next step of onboarding, by a key or by the step's own message) is
+// answered at once.
 type guard struct {
 	current modal     // the modal this state is about
 	opened  time.Time // when it became visible
@@ -66,7 +67,7 @@ func (m *Model) armed() bool {
 }
 
 // syncGuard follows the modal shown after every message: a new one starts
-// guarded unless a key in a modal opened it.
+// guarded unless the modal shown before opened it.
 func (m *Model) syncGuard() tea.Cmd {
 	md := m.modal()
 	if md == m.guard.current {
@@ -74,7 +75,7 @@ func (m *Model) syncGuard() tea.Cmd {
 	}
 	m.guard.current = md
 	m.guard.opened = m.now()
-	m.guard.guarded = md != nil && !m.keyInModal && m.guardFor > 0
+	m.guard.guarded = md != nil && !m.byModal && m.guardFor > 0
 	return m.armTick()
 }
 

@@ -23,7 +23,7 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		if !m.armed() {
 			return m.typeAhead(k)
 		}
-		m.keyInModal = true
+		m.byModal = true
 		return md.key(m, k)
 	}
 	m.lastTyped = m.now()

@@ -66,11 +66,11 @@ type Model struct {
 	printedLines int // transcript lines printed so far
 
 	// The type-ahead guard of the forms (guard.go).
-	clock      func() time.Time
-	guardFor   time.Duration
-	lastTyped  time.Time // the last key that went to the input
-	keyInModal bool      // the message being handled is a key a modal took
-	guard      guard
+	clock     func() time.Time
+	guardFor  time.Duration
+	lastTyped time.Time // the last key that went to the input
+	byModal   bool      // the message being handled is the shown modal's: a key it took, or its own
+	guard     guard
 
 	expand    []expandable // what ctrl-o shows, oldest first
 	expandIdx int          // the one shown (counting back from the newest)
@@ -169,7 +169,7 @@ func (m *Model) Init() tea.Cmd {
 // Update is the one place state changes. After every message the
 // type-ahead guard looks at the form shown.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	m.keyInModal = false
+	m.byModal = false
 	cmd := m.update(msg)
 	if g := m.syncGuard(); g != nil {
 		cmd = tea.Batch(cmd, g)
@@ -286,6 +286,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 // messages, window sizes, blinks).
 func (m *Model) forwardToForm(msg tea.Msg) tea.Cmd {
 	if md := m.modal(); md != nil {
+		m.byModal = true // what it opens next continues it (a text field completes asynchronously)
 		return md.update(m, msg)
 	}
 	return nil

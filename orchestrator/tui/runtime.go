@@ -33,6 +33,11 @@ type runtime struct {
 
 	mu         sync.Mutex
 	cancelTurn context.CancelFunc
+
+	// Prompt history saves run as commands, concurrently: the newest wins.
+	historyMu    sync.Mutex
+	historyAsked int // saves asked for (Update's side)
+	historySaved int // the newest written
 }
 
 // Messages of the runtime.
@@ -257,10 +262,21 @@ func (rt *runtime) loadHistory() tea.Cmd {
 }
 
 // saveHistory writes the project's prompt history (a failure is shown).
+// Saves may run in any order; one older than what was written is dropped.
 func (rt *runtime) saveHistory(h []string) tea.Cmd {
 	file := historyFile(rt.app.opts.Paths, rt.app.opts.Workspace)
 	h = append([]string(nil), h...)
+	rt.historyMu.Lock()
+	rt.historyAsked++
+	seq := rt.historyAsked
+	rt.historyMu.Unlock()
 	return func() tea.Msg {
+		rt.historyMu.Lock()
+		defer rt.historyMu.Unlock()
+		if seq < rt.historySaved {
+			return nil
+		}
+		rt.historySaved = seq
 		if err := saveHistory(file, h); err != nil {
 			return noticeMsg{text: err.Error()}
 		}
