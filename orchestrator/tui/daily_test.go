@@ -19,7 +19,7 @@ import (
 // manualClock is a clock the test moves.
 type manualClock struct{ now time.Time }
 
-func (c *manualClock) read() time.Time          { return c.now }
+func (c *manualClock) read() time.Time         { return c.now }
 func (c *manualClock) advance(d time.Duration) { c.now = c.now.Add(d) }
 
 func guarded(f *fixture) *manualClock {
