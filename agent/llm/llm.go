@@ -11,6 +11,7 @@ import (
 	"iter"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -209,7 +210,7 @@ func (e *StatusError) Error() string {
 	if t := http.StatusText(e.Status); t != "" {
 		s += " " + t
 	}
-	if e.Message != "" {
+	if e.Message != "" && !strings.EqualFold(e.Message, http.StatusText(e.Status)) {
 		s += ": " + e.Message
 	}
 	return s

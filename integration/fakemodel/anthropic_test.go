@@ -286,3 +286,18 @@ func TestAnthropicStallHoldsTheStreamMidAnswer(t *testing.T) {
 		t.Errorf("after the stall: %s", got)
 	}
 }
+
+func TestSetModelsAnswersTheListing(t *testing.T) {
+	t.Parallel()
+	s := fakemodel.New(t)
+	s.SetModels(http.StatusNotFound, "<!DOCTYPE html><html><body>Not Found</body></html>")
+	res, err := http.Get(s.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusNotFound || !strings.HasPrefix(string(body), "<!DOCTYPE html>") || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("%d %s %q", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+}

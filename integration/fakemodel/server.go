@@ -96,6 +96,16 @@ type Server struct {
 	requests []Request
 	busy     time.Duration
 	srv      *httptest.Server
+	// models, when set, answers GET .../models instead of the usual list.
+	models *Reply
+}
+
+// SetModels makes GET .../models answer with status and body (as is, with
+// its content type guessed: an HTML page, a JSON error).
+func (s *Server) SetModels(status int, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = &Reply{Status: status, Text: body}
 }
 
 // Busy is the total time the server spent answering model calls, so a
@@ -176,7 +186,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models"):
 		s.mu.Lock()
 		s.requests = append(s.requests, req)
+		models := s.models
 		s.mu.Unlock()
+		if models != nil {
+			w.Header().Set("Content-Type", http.DetectContentType([]byte(models.Text)))
+			w.WriteHeader(models.Status)
+			io.WriteString(w, models.Text)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-large","object":"model","type":"model"},{"id":"fake-small","object":"model","type":"model"}]}`)
 	case strings.HasSuffix(r.URL.Path, "/messages"):

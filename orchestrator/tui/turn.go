@@ -145,8 +145,9 @@ func (m *Model) event(msg eventMsg) tea.Cmd {
 		}
 	case agent.EventToolResult, agent.EventToolError:
 		a := t.dropTool(e.ID)
-		if a.name == "" {
-			a = activeTool{name: e.Name, summary: toolSummary(e.Input)}
+		a.name = e.Name
+		if a.summary == "" {
+			a.summary = toolSummary(e.Input) // a call that failed its check never ran
 		}
 		m.toolDone(a, e)
 		t.output = ""
@@ -247,6 +248,7 @@ func (m *Model) toolDone(a activeTool, e agent.Event) {
 		full = e.Error
 	}
 	if e.Exit != nil {
+		m.addExpandable(fmt.Sprintf("%s(%s) · %s", e.Name, clip(a.summary, 40), outcome), full)
 		out := strings.TrimRight(clean(tools.TextOrBinary([]byte(a.output))), "\n ")
 		if out == "" {
 			out = strings.TrimRight(clean(commandOutput(full)), "\n ")
@@ -257,7 +259,6 @@ func (m *Model) toolDone(a activeTool, e agent.Event) {
 			for _, l := range tail {
 				lines = append(lines, m.st.dim.Render(cut("    "+l, w)))
 			}
-			m.addExpandable(fmt.Sprintf("%s(%s) · %s", e.Name, clip(a.summary, 40), outcome), full)
 			if more := len(all) - len(tail); more > 0 {
 				lines = append(lines, m.st.dim.Render(cut(fmt.Sprintf("    ... %d more lines · ctrl-o shows the output", more), w)))
 			}
