@@ -49,6 +49,7 @@ var sdkHomes = map[string][]string{
 	"github.com/charmbracelet":               {"orchestrator/tui"},
 	"github.com/go-git/go-git":               {"tools/gitrepo"},
 	"github.com/spf13/cobra":                 {"cmd/shiro/cli"},
+	"mvdan.cc/sh":                            {"agent/shellcmd"},
 }
 
 // forbidden lists, per package prefix, the project packages it may not import

@@ -53,12 +53,13 @@ func IsGated(t Tool) bool { return t.Gated() || strings.HasPrefix(t.Name(), "mcp
 // decide applies the order of checks: guard, --yolo, not gated, allowed for
 // the session, ask. It returns whether to run the call and, if not, why.
 func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Event)) (bool, string) {
-	if reason := a.guard(ctx, call); reason != "" {
+	unattended := a.cfg.Yolo || !IsGated(t) || a.Allowed(call.Name)
+	if reason := a.guard(ctx, call, unattended); reason != "" {
 		emit(Event{Type: EventNotice, Text: reason})
 		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: reason})
 		return false, reason
 	}
-	if a.cfg.Yolo || !IsGated(t) || a.Allowed(call.Name) {
+	if unattended {
 		return true, ""
 	}
 	if a.cfg.Approver == nil {
@@ -94,13 +95,14 @@ func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Eve
 }
 
 // guard runs the plugins' guards in order; the first block wins and a
-// failing guard blocks (fail closed).
-func (a *Agent) guard(ctx context.Context, call llm.Part) string {
+// failing guard blocks (fail closed). unattended tells them no one will
+// approve the call.
+func (a *Agent) guard(ctx context.Context, call llm.Part, unattended bool) string {
 	for _, p := range a.cfg.Plugins {
 		if p.BeforeToolCall == nil {
 			continue
 		}
-		reason, err := p.BeforeToolCall(ctx, ToolCall{Name: call.Name, Input: call.Input})
+		reason, err := p.BeforeToolCall(ctx, ToolCall{Name: call.Name, Input: call.Input, Unattended: unattended})
 		if err != nil {
 			return fmt.Sprintf("The %s plugin failed while checking this call: %v", p.Name, err)
 		}

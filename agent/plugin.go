@@ -10,6 +10,9 @@ import (
 type ToolCall struct {
 	Name  string
 	Input json.RawMessage
+	// Unattended says no one will approve the call before it runs: --yolo,
+	// a tool that never asks, or one the user allowed for the session.
+	Unattended bool
 }
 
 // Plugin extends the agent. Plugins are compiled in; nothing is loaded from

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/integration/fakemodel"
@@ -222,7 +223,11 @@ func TestDevcontainerCannotRunOnTheHostOrWidenTheSandbox(t *testing.T) {
 		t.Errorf("privileged %v, capAdd %v", hc.Privileged, hc.CapAdd)
 	}
 	for _, m := range in.Container.Mounts {
-		if m.Destination != ws && m.Destination != "/home/shiro" {
+		switch {
+		case m.Destination == ws, m.Destination == "/home/shiro", m.Destination == "/.shiro/state":
+		case m.Type == "volume" && (m.Destination == filepath.Join(ws, ".git") || m.Destination == "/.shiro/shadow"):
+		case m.Destination == "/.shiro/host" && m.Source == filepath.Join(ws, ".git") && !m.RW:
+		default:
 			t.Errorf("unexpected mount %+v", m)
 		}
 	}
@@ -444,7 +449,7 @@ func TestDoctorAllGood(t *testing.T) {
 		t.Errorf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
 	lines := doctorLines(t, res.stdout)
-	for _, name := range []string{"engine", "image", "tools", "workspace", "sandbox", "key", "endpoint"} {
+	for _, name := range []string{"engine", "image", "tools", "workspace", "container", "helper", "git", "others", "repositories", "sandbox", "key", "endpoint"} {
 		if !strings.HasPrefix(lines[name], "✓") {
 			t.Errorf("%s: %q", name, lines[name])
 		}
@@ -452,7 +457,9 @@ func TestDoctorAllGood(t *testing.T) {
 	mustContain(t, "the engine line", lines["engine"], "API 1.")
 	mustContain(t, "the image line", lines["image"], base, "the built-in image")
 	mustContain(t, "the tools line", lines["tools"], "bash ", "rg ", "git ")
-	mustContain(t, "the workspace line", lines["workspace"], fmt.Sprintf("belong to you (%d:%d)", os.Getuid(), os.Getgid()), ".git/hooks and .git/config are read-only")
+	mustContain(t, "the workspace line", lines["workspace"], fmt.Sprintf("belong to you (%d:%d)", os.Getuid(), os.Getgid()))
+	mustContain(t, "the git line", lines["git"], "its own copy of "+filepath.Join(ws, ".git"))
+	mustContain(t, "the container line", lines["container"], "/tmp limited to 1g")
 	if strings.Contains(res.stdout, "test-key") || strings.Contains(res.stderr, "test-key") {
 		t.Error("the key was printed")
 	}
@@ -539,4 +546,64 @@ func TestDoctorReportsEachFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDoctorSaysWhatProtectionIsMissing(t *testing.T) {
+	t.Parallel()
+	api := testenv.RequireDocker(t)
+	img := testenv.RequireImage(t, api)
+	srv := fakemodel.New(t)
+
+	t.Run("a symlinked .git", func(t *testing.T) {
+		t.Parallel()
+		ws := testenv.Workspace(t, api)
+		other := t.TempDir()
+		if out, err := exec.Command("git", "init", "-q", other).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+		if err := os.Symlink(filepath.Join(other, ".git"), filepath.Join(ws, ".git")); err != nil {
+			t.Fatal(err)
+		}
+		res := shiro(t, ws, doctorEnv(t, srv, "k"), "doctor", "--no-mcp")
+		if res.code != 1 {
+			t.Errorf("exit %d, want 1\n%s", res.code, res.stdout)
+		}
+		mustContain(t, "the output", res.stdout, "✗", ".git: it is a symlink", "--no-sandbox")
+	})
+
+	t.Run("another container with the workspace mounted", func(t *testing.T) {
+		t.Parallel()
+		ws := testenv.Workspace(t, api)
+		if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+		// As an older shiro left it: the workspace mounted writable,
+		// .git and all, still running.
+		c, err := api.ContainerCreate(t.Context(), client.ContainerCreateOptions{
+			Config:     &container.Config{Image: img, Cmd: []string{"sleep", "600"}, Labels: map[string]string{"dev.shiro.managed": "true", "dev.shiro.workspace": ws, "dev.shiro.config": "old"}},
+			HostConfig: &container.HostConfig{Binds: []string{ws + ":" + ws}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { api.ContainerRemove(context.Background(), c.ID, client.ContainerRemoveOptions{Force: true}) })
+		if _, err := api.ContainerStart(t.Context(), c.ID, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		res := shiro(t, ws, doctorEnv(t, srv, "k"), "doctor", "--no-mcp")
+		if res.code != 1 {
+			t.Errorf("exit %d, want 1\n%s", res.code, res.stdout)
+		}
+		in, err := api.ContainerInspect(t.Context(), c.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := doctorLines(t, res.stdout)
+		mustContain(t, "the others line", lines["others"], "✗", "other containers can write the workspace", strings.TrimPrefix(in.Container.Name, "/"))
+		for _, name := range []string{"container", "helper", "git", "repositories"} {
+			if !strings.HasPrefix(lines[name], "✓") {
+				t.Errorf("%s: %q", name, lines[name])
+			}
+		}
+	})
 }

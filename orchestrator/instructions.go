@@ -1,18 +1,27 @@
 package orchestrator
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/shiroagent/shiro/internal/confine"
 )
 
 // InstructionFiles are read in each directory, in this order.
 var InstructionFiles = []string{"AGENTS.md", "CLAUDE.md", ".shiro.md"}
 
-// maxInstructionChars caps each instruction file.
-const maxInstructionChars = 12000
+const (
+	// maxInstructionChars caps each instruction file.
+	maxInstructionChars = 12000
+	// maxInstructionRead bounds what is read of a file before it is
+	// trimmed and cut to maxInstructionChars.
+	maxInstructionRead = 1 << 20
+)
 
 // Instruction is one loaded instruction file.
 type Instruction struct {
@@ -20,44 +29,132 @@ type Instruction struct {
 	Text string
 }
 
+// InstructionSet is what LoadInstructions found: the files it read, and a
+// notice for each file it refused or could not read.
+type InstructionSet struct {
+	Files   []Instruction
+	Notices []string
+}
+
+// Names are the paths of the files read, in order.
+func (s InstructionSet) Names() []string {
+	names := make([]string, len(s.Files))
+	for i, f := range s.Files {
+		names[i] = f.Path
+	}
+	return names
+}
+
 // LoadInstructions reads the project instructions from the git root (the
 // first ancestor with .git/HEAD; the filesystem root when there is none)
 // down to the workspace, outermost first. Nothing above the git root is
 // read. Empty files are skipped; each is capped at 12,000 characters.
-func LoadInstructions(workspace string) []Instruction {
+//
+// Every read is confined: in a repository, to the repository's top
+// directory (a symlink may lead anywhere inside it, as CLAUDE.md ->
+// AGENTS.md does); outside one, the workspace's files to the workspace and
+// each directory above it to that directory. A symlink that leaves its
+// boundary, a FIFO, a device or a directory is not read, and a notice
+// names it and says why.
+func LoadInstructions(workspace string) InstructionSet {
 	dirs := []string{}
+	top := ""
 	for d := workspace; ; d = filepath.Dir(d) {
 		dirs = append(dirs, d)
 		if _, err := os.Stat(filepath.Join(d, ".git", "HEAD")); err == nil {
+			top = d
 			break
 		}
 		if filepath.Dir(d) == d {
 			break
 		}
 	}
-	var out []Instruction
+	var set InstructionSet
+	var repo *confine.Tree
+	if top != "" {
+		t, err := openTree(top, "the repository")
+		if err != nil {
+			set.Notices = append(set.Notices, fmt.Sprintf("instruction files not read: %v", err))
+			return set
+		}
+		defer t.Root.Close()
+		repo = &t
+	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		for _, name := range InstructionFiles {
-			p := filepath.Join(dirs[i], name)
-			b, err := os.ReadFile(p)
+		tree, base := repo, dirs[i]
+		if repo != nil {
+			base = top
+		} else {
+			name := "its directory"
+			if dirs[i] == workspace {
+				name = "the workspace"
+			}
+			t, err := openTree(dirs[i], name)
 			if err != nil {
-				continue
+				continue // an unreadable directory above the workspace
 			}
-			text := strings.TrimSpace(string(b))
-			if text == "" {
-				continue
-			}
-			if utf8.RuneCountInString(text) > maxInstructionChars {
-				text = string([]rune(text)[:maxInstructionChars])
-			}
-			shown := p
-			if rel, err := filepath.Rel(workspace, p); err == nil && !strings.HasPrefix(rel, "..") {
-				shown = rel
-			}
-			out = append(out, Instruction{Path: shown, Text: text})
+			tree = &t
+		}
+		set.readDir(tree, base, dirs[i], workspace)
+		if repo == nil {
+			tree.Root.Close()
 		}
 	}
-	return out
+	return set
+}
+
+func openTree(dir, name string) (confine.Tree, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return confine.Tree{}, err
+	}
+	return confine.Tree{Root: root, Name: name}, nil
+}
+
+// readDir reads the instruction files of dir through tree, whose top is
+// base.
+func (s *InstructionSet) readDir(tree *confine.Tree, base, dir, workspace string) {
+	for _, name := range InstructionFiles {
+		p := filepath.Join(dir, name)
+		shown := p
+		if rel, err := filepath.Rel(workspace, p); err == nil && filepath.IsLocal(rel) {
+			shown = rel
+		}
+		rel, err := filepath.Rel(base, p)
+		if err != nil {
+			continue
+		}
+		b, err := tree.ReadFile(filepath.ToSlash(rel), maxInstructionRead)
+		if r, ok := confine.AsRefusal(err); ok {
+			r.Path = shown
+			s.Notices = append(s.Notices, r.Error())
+			continue
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			s.Notices = append(s.Notices, fmt.Sprintf("%s could not be read: %v", shown, unwrapPath(err)))
+			continue
+		}
+		text := strings.TrimSpace(string(b))
+		if text == "" {
+			continue
+		}
+		if utf8.RuneCountInString(text) > maxInstructionChars {
+			text = string([]rune(text)[:maxInstructionChars])
+		}
+		s.Files = append(s.Files, Instruction{Path: shown, Text: text})
+	}
+}
+
+// unwrapPath drops the path an *fs.PathError repeats.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // InstructionsBlock renders loaded instructions for the system prompt.

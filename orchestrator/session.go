@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/shiroagent/shiro/agent"
@@ -32,6 +31,10 @@ type SessionOptions struct {
 	Approver    agent.Approver
 	// NoInstructions skips AGENTS.md and friends.
 	NoInstructions bool
+	// Instructions are the instruction files loaded already (the chat UI
+	// loads them to show their names); nil loads them. Their notices
+	// join the session's.
+	Instructions   *InstructionSet
 	MaxSteps       int
 	PruneThreshold int
 	Reasoning      llm.Reasoning
@@ -90,7 +93,8 @@ type Session struct {
 	skills       []sessiontools.Skill
 	sessionTools []agent.Tool
 	mcp          *sessionMCP // nil without MCP servers
-	// Notices collected while the session was assembled (unknown plugins).
+	// Notices collected while the session was assembled (unknown plugins,
+	// instruction files and skills that were refused).
 	Notices []string
 }
 
@@ -120,7 +124,13 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	s.Notices = append(s.Notices, s.pluginErrors...)
 	instructions := ""
 	if !opts.NoInstructions {
-		instructions = InstructionsBlock(LoadInstructions(opts.Workspace))
+		set := opts.Instructions
+		if set == nil {
+			loaded := LoadInstructions(opts.Workspace)
+			set = &loaded
+		}
+		instructions = InstructionsBlock(set.Files)
+		s.Notices = append(s.Notices, set.Notices...)
 	}
 	s.addSessionTools(opts)
 	autoApprove := make([]string, len(s.sessionTools))
@@ -182,7 +192,9 @@ func (s *Session) addSessionTools(opts SessionOptions) {
 		s.sessionTools = append(s.sessionTools, sessiontools.MemoryTools(s.memory)...)
 	}
 	if !opts.NoSkills {
-		s.skills = sessiontools.LoadSkills(sessiontools.DefaultSkillSources(opts.UserSkillsDir, filepath.Join(opts.Workspace, ".shiro", "skills")))
+		var notices []string
+		s.skills, notices = sessiontools.LoadSkills(sessiontools.DefaultSkillSources(opts.UserSkillsDir, s.root))
+		s.Notices = append(s.Notices, notices...)
 		if len(s.skills) > 0 {
 			s.sessionTools = append(s.sessionTools, sessiontools.SkillTool{Skills: s.skills})
 		}

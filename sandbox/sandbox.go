@@ -76,6 +76,11 @@ type Result struct {
 	Shell string `json:"shell,omitempty"`
 	// Duration is the wall time from start to the result.
 	Duration time.Duration `json:"duration"`
+	// Notices says what the sandbox did around the command that the user
+	// and the model should know: a git repository the command made in the
+	// workspace was moved out of the host's reach, a git change stayed in
+	// the sandbox.
+	Notices []string `json:"notices,omitempty"`
 }
 
 // Info describes a sandbox for headers, `sandbox ls` and diagnostics.

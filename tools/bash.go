@@ -77,7 +77,7 @@ func (Bash) Run(ctx context.Context, env *Env, input json.RawMessage) (Result, e
 		if body == "" {
 			body = "(no output before it was killed)"
 		}
-		return Result{Text: Cap(InterruptedMessage + "\n" + body), IsError: true, Exit: &Exit{Code: res.ExitCode, Interrupted: true, Signal: res.Signal}}, nil
+		return Result{Text: Cap(strings.Join(append([]string{InterruptedMessage + "\n" + body}, noticeLines(res.Notices)...), "\n\n")), IsError: true, Exit: &Exit{Code: res.ExitCode, Interrupted: true, Signal: res.Signal}}, nil
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("run bash command: %w", err)
@@ -97,7 +97,20 @@ func (Bash) Run(ctx context.Context, env *Env, input json.RawMessage) (Result, e
 	if body := outputBlocks(&stdout, &stderr); body != "" {
 		parts = append(parts, body)
 	}
-	return Result{Text: Cap(strings.Join(parts, "\n\n")), Exit: exit}, nil
+	return Result{Text: Cap(strings.Join(append(parts, noticeLines(res.Notices)...), "\n\n")), Exit: exit}, nil
+}
+
+// noticeLines renders what the sandbox did around a command, one
+// "[notice]" line each, as one block (none when there is nothing).
+func noticeLines(notices []string) []string {
+	if len(notices) == 0 {
+		return nil
+	}
+	lines := make([]string, len(notices))
+	for i, n := range notices {
+		lines[i] = "[notice] " + n
+	}
+	return []string{strings.Join(lines, "\n")}
 }
 
 // outputBlocks renders the non-empty streams as `stdout:` / `stderr:` blocks.

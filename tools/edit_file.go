@@ -3,8 +3,11 @@ package tools
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/shiroagent/shiro/internal/confine"
 )
 
 //go:embed edit_file.md
@@ -60,14 +63,10 @@ func readForEdit(env *Env, p string) (rel, content, problem string) {
 	if err != nil {
 		return "", "", fileProblem(env.Root, p, err)
 	}
-	fi, err := env.Root.Stat(rel)
-	if err != nil {
-		return "", "", fileProblem(env.Root, p, err)
-	}
-	if !fi.Mode().IsRegular() {
+	data, err := readRegular(env.Root, rel)
+	if errors.Is(err, confine.ErrNotRegular) {
 		return "", "", fmt.Sprintf("%s is not a regular file.", p)
 	}
-	data, err := env.Root.ReadFile(rel)
 	if err != nil {
 		return "", "", fileProblem(env.Root, p, err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/sandbox"
 )
 
@@ -606,7 +607,7 @@ func (v *rgView) close() {
 // symlink.
 func (v *rgView) readFile(d, name string) ([]byte, error) {
 	if v.dr == nil {
-		return v.root.ReadFile(path.Join(displayRel(d), name))
+		return readRegular(v.root, path.Join(displayRel(d), name))
 	}
 	f, err := v.dr.open(d)
 	if err != nil {
@@ -689,7 +690,7 @@ func hasRules(data []byte) bool {
 }
 
 func readHead(root *os.Root, name string) ([]byte, error) {
-	f, err := root.Open(name)
+	f, err := confine.OpenRegular(root, name)
 	if err != nil {
 		return nil, err
 	}
@@ -912,7 +913,7 @@ func searchGo(ctx context.Context, env *Env, p *grepParams, inc includeFilter) (
 // searchFile adds the matching lines of one file (at most GrepHitLimit),
 // skipping it when it is binary or cannot be read.
 func searchFile(root *os.Root, name string, re lineMatcher, hits *hitSet) {
-	f, err := root.Open(name)
+	f, err := confine.OpenRegular(root, name)
 	if err != nil {
 		return
 	}

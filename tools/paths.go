@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/shiroagent/shiro/internal/confine"
 )
 
 // errEscapes marks a path that leaves the workspace.
@@ -36,6 +39,29 @@ func resolvePath(env *Env, p string) (string, error) {
 		return "", errEscapes
 	}
 	return filepath.ToSlash(rel), nil
+}
+
+// openDir opens the directory rel through root without blocking: a FIFO
+// put in the directory's place opens at once, and reading it as a
+// directory fails.
+func openDir(root *os.Root, rel string) (*os.File, error) {
+	return root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// readRegular reads the regular file rel through root. Anything else (a
+// FIFO, which would block the read; a directory) is an error matching
+// confine.ErrNotRegular.
+func readRegular(root *os.Root, rel string) ([]byte, error) {
+	f, err := confine.OpenRegular(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	return data, nil
 }
 
 // isEscape reports whether err is os.Root refusing a path that leaves it
@@ -155,7 +181,7 @@ func writeAtomic(root *os.Root, rel string, data []byte) (err error) {
 	if err := root.Rename(tmp, target); err != nil {
 		return err
 	}
-	if d, err := root.Open(dir); err == nil { // make the rename durable
+	if d, err := openDir(root, dir); err == nil { // make the rename durable
 		d.Sync()
 		d.Close()
 	}

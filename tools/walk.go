@@ -157,7 +157,7 @@ func Excluded(ctx context.Context, root *os.Root, dir string, includeIgnored boo
 // proper ancestor of dir, and reports whether dir or an ancestor would be
 // skipped on the way down.
 func ancestorRules(root *os.Root, dir string) (rules []ignoreRule, excluded bool) {
-	if data, err := root.ReadFile(".git/info/exclude"); err == nil {
+	if data, err := readRegular(root, ".git/info/exclude"); err == nil {
 		rules = parseIgnore(data, "", rules)
 	}
 	if dir == "" {
@@ -181,7 +181,7 @@ func appendDirRules(root *os.Root, dir string, rules []ignoreRule) []ignoreRule 
 		if fi, err := root.Lstat(p); err != nil || !fi.Mode().IsRegular() {
 			continue // like git, never follow a symlinked ignore file
 		}
-		if data, err := root.ReadFile(p); err == nil {
+		if data, err := readRegular(root, p); err == nil {
 			rules = parseIgnore(data, dir, rules[:len(rules):len(rules)])
 		}
 	}

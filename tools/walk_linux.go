@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shiroagent/shiro/internal/confine"
 )
 
 // dirReader opens the directories of one walk. On Linux it opens them with
@@ -23,7 +25,7 @@ type dirReader struct {
 }
 
 func newDirReader(root *os.Root, start string, fast bool) (*dirReader, error) {
-	base, err := root.Open(displayRel(start))
+	base, err := openDir(root, displayRel(start))
 	if err != nil {
 		return nil, err
 	}
@@ -54,14 +56,14 @@ func (r *dirReader) open(rel string) (*os.File, error) {
 			return nil, &os.PathError{Op: "openat2", Path: rel, Err: err}
 		}
 	}
-	return r.root.Open(displayRel(rel))
+	return openDir(r.root, displayRel(rel))
 }
 
 // readFileIn reads the regular file name in the open directory dir (at
 // rel), never following a symlink.
 func (r *dirReader) readFileIn(dir *os.File, rel, name string) ([]byte, error) {
 	if !r.fast {
-		return r.root.ReadFile(joinRel(rel, name))
+		return readRegular(r.root, joinRel(rel, name))
 	}
 	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
@@ -69,6 +71,11 @@ func (r *dirReader) readFileIn(dir *os.File, rel, name string) ([]byte, error) {
 	}
 	f := os.NewFile(uintptr(fd), joinRel(rel, name))
 	defer f.Close()
+	// The entry was a regular file when listed; it may have been swapped
+	// since, and a FIFO with a writer would block the read.
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: joinRel(rel, name), Err: confine.ErrNotRegular}
+	}
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", joinRel(rel, name), err)

@@ -8,7 +8,7 @@ import "os"
 type dirReader struct{ root *os.Root }
 
 func newDirReader(root *os.Root, start string, _ bool) (*dirReader, error) {
-	f, err := root.Open(displayRel(start))
+	f, err := openDir(root, displayRel(start))
 	if err != nil {
 		return nil, err
 	}
@@ -18,8 +18,8 @@ func newDirReader(root *os.Root, start string, _ bool) (*dirReader, error) {
 
 func (r *dirReader) close() {}
 
-func (r *dirReader) open(rel string) (*os.File, error) { return r.root.Open(displayRel(rel)) }
+func (r *dirReader) open(rel string) (*os.File, error) { return openDir(r.root, displayRel(rel)) }
 
 func (r *dirReader) readFileIn(_ *os.File, rel, name string) ([]byte, error) {
-	return r.root.ReadFile(joinRel(rel, name))
+	return readRegular(r.root, joinRel(rel, name))
 }

@@ -20,6 +20,7 @@ func main() {
 		run  func(context.Context, *report) error
 	}{
 		{"sandbox", sandboxBench},
+		{"git", gitBench},
 		{"tools", toolsBench},
 		{"tui", tuiBench},
 		{"loop", loopBench},

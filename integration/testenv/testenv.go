@@ -150,3 +150,17 @@ func ContainerIDs(t testing.TB, api *client.Client, ws string) []string {
 	}
 	return ids
 }
+
+// RequireRoot is for tests that create a normal user and run shiro as it:
+// they need root. It skips on a developer's machine and fails under
+// CI=true, where make test runs as root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Getuid() == 0 {
+		return
+	}
+	if InCI() {
+		t.Fatal("CI=true and not root: this test creates a normal user to run shiro as")
+	}
+	t.Skip("needs root to create a normal user and run shiro as it (make test in CI runs as root)")
+}

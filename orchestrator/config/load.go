@@ -16,6 +16,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/sandbox"
 )
 
@@ -114,42 +115,31 @@ func readUserFile(name string) ([]byte, error) {
 	return readCapped(f, name)
 }
 
-// readProjectFile reads <workspace>/.shiro/config.json through an os.Root,
-// so a symlink cannot lead it out of the workspace, and only when it is a
-// regular file (a FIFO would block start-up). A missing file is an empty
-// one; one that is not a regular file is skipped with a notice.
+// readProjectFile reads <workspace>/.shiro/config.json through an os.Root
+// of the workspace: a symlink is followed only while it stays inside, and
+// only a regular file is read (opened without blocking: a FIFO would stall
+// start-up). A missing file is an empty one; one that is refused is
+// skipped with a notice that says why.
 func readProjectFile(workspace string) ([]byte, *Notice, error) {
 	root, err := os.OpenRoot(workspace)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read project config: %w", err)
 	}
 	defer root.Close()
-	fi, err := root.Stat(projectFileName)
+	tree := confine.Tree{Root: root, Name: "the workspace"}
+	f, err := tree.Open(filepath.ToSlash(projectFileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
-	if err != nil {
-		// An escaping symlink lands here too: it is not the project's file.
-		return nil, &Notice{File: projectFileName, Message: fmt.Sprintf("ignored: %v", unwrapPath(err))}, nil
+	if r, ok := confine.AsRefusal(err); ok {
+		return nil, &Notice{File: projectFileName, Message: "ignored: it is " + r.Reason}, nil
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, &Notice{File: projectFileName, Message: "ignored: not a regular file"}, nil
-	}
-	f, err := root.Open(projectFileName)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read project config: %w", err)
 	}
 	defer f.Close()
 	data, err := readCapped(f, projectFileName)
 	return data, nil, err
-}
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 func readCapped(r io.Reader, name string) ([]byte, error) {

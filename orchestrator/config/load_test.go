@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"maps"
 	"os"
@@ -701,41 +702,68 @@ func TestSecretsNeverShown(t *testing.T) {
 
 func TestLoadProjectFileThatIsNotAFile(t *testing.T) {
 	t.Parallel()
+	// outside is a directory beside the workspace with a config that
+	// would change the model.
+	symlink := func(target func(ws, outside string) string) func(t *testing.T, ws, outside, path string) {
+		return func(t *testing.T, ws, outside, path string) {
+			if err := os.Symlink(target(ws, outside), path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	tests := []struct {
 		name   string
-		make   func(t *testing.T, path string)
+		make   func(t *testing.T, ws, outside, path string)
+		model  string // the model that results
 		notice string
 	}{
 		{
 			name: "a FIFO would block start-up",
-			make: func(t *testing.T, path string) {
+			make: func(t *testing.T, _, _, path string) {
 				if err := syscall.Mkfifo(path, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			},
-			notice: ".shiro/config.json: ignored: not a regular file",
+			notice: ".shiro/config.json: ignored: it is a FIFO",
 		},
 		{
-			name: "a symlink out of the workspace",
-			make: func(t *testing.T, path string) {
-				outside := filepath.Join(t.TempDir(), "c.json")
-				if err := os.WriteFile(outside, []byte(`{"model": "outside"}`), 0o644); err != nil {
+			name:   "a symlink out of the workspace",
+			make:   symlink(func(_, outside string) string { return filepath.Join(outside, "c.json") }),
+			notice: ".shiro/config.json: ignored: it is a symlink that leaves the workspace",
+		},
+		{
+			name:   "a symlink to /proc/self/environ",
+			make:   symlink(func(_, _ string) string { return "/proc/self/environ" }),
+			notice: ".shiro/config.json: ignored: it is a symlink that leaves the workspace",
+		},
+		{
+			name: "a chain that ends outside",
+			make: func(t *testing.T, ws, outside, path string) {
+				if err := os.Symlink(filepath.Join(outside, "c.json"), filepath.Join(ws, "hop.json")); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.Symlink(outside, path); err != nil {
-					t.Fatal(err)
-				}
+				symlink(func(_, _ string) string { return "../hop.json" })(t, ws, outside, path)
 			},
-			notice: ".shiro/config.json: ignored: path escapes from parent",
+			notice: ".shiro/config.json: ignored: it is a symlink that leaves the workspace",
+		},
+		{
+			name: "a symlink that stays inside is followed",
+			make: func(t *testing.T, ws, outside, path string) {
+				if err := os.WriteFile(filepath.Join(ws, "team.json"), []byte(`{"model": "inside"}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				symlink(func(_, _ string) string { return "../team.json" })(t, ws, outside, path)
+			},
+			model: "inside",
 		},
 		{
 			name: "a directory",
-			make: func(t *testing.T, path string) {
+			make: func(t *testing.T, _, _, path string) {
 				if err := os.Mkdir(path, 0o755); err != nil {
 					t.Fatal(err)
 				}
 			},
-			notice: ".shiro/config.json: ignored: not a regular file",
+			notice: ".shiro/config.json: ignored: it is a directory",
 		},
 	}
 	for _, tt := range tests {
@@ -745,16 +773,29 @@ func TestLoadProjectFileThatIsNotAFile(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(opts.Workspace, ".shiro"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			tt.make(t, ProjectConfigFile(opts.Workspace))
+			outside := t.TempDir()
+			if err := os.WriteFile(filepath.Join(outside, "c.json"), []byte(`{"model": "outside"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tt.make(t, opts.Workspace, outside, ProjectConfigFile(opts.Workspace))
 			cfg, notices, err := Load(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Model != "claude-sonnet-5-5" {
-				t.Errorf("model %q came from the file", cfg.Model)
+			want := cmp.Or(tt.model, "claude-sonnet-5-5")
+			if cfg.Model != want {
+				t.Errorf("model %q, want %q", cfg.Model, want)
 			}
-			if len(notices) != 1 || notices[0].String() != tt.notice {
-				t.Errorf("notices %v, want %q", notices, tt.notice)
+			var got []string
+			for _, n := range notices {
+				got = append(got, n.String())
+			}
+			var wantNotices []string
+			if tt.notice != "" {
+				wantNotices = []string{tt.notice}
+			}
+			if !slices.Equal(got, wantNotices) {
+				t.Errorf("notices %q, want %q", got, wantNotices)
 			}
 		})
 	}

@@ -13,10 +13,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/internal/confine"
 )
 
 // MaxSkillBody is where a skill's body is cut, in characters.
 const MaxSkillBody = 20_000
+
+// maxSkillFile bounds what is read of a project's skill file.
+const maxSkillFile = 1 << 20
+
+// ProjectSkillsDir is where a workspace keeps its skills.
+const ProjectSkillsDir = ".shiro/skills"
 
 // Skill origins, in precedence order (a later one overrides an earlier
 // skill of the same name).
@@ -43,35 +50,52 @@ type SkillSource struct {
 	Origin string
 }
 
-// DefaultSkillSources are the built-in skills, then userDir, then
-// projectDir ("" skips a directory).
-func DefaultSkillSources(userDir, projectDir string) []SkillSource {
+// DefaultSkillSources are the built-in skills, then userDir ("" for
+// none), then the workspace's ProjectSkillsDir (nil for none). The
+// project's files are read through the workspace root: a skill file (or
+// the directory) that is a symlink out of the workspace, or that is not a
+// regular file, is refused.
+func DefaultSkillSources(userDir string, workspace *os.Root) []SkillSource {
 	sub, _ := fs.Sub(builtinSkills, "skills") // a constant path: cannot fail
 	srcs := []SkillSource{{FS: sub, Origin: OriginBuiltin}}
 	if userDir != "" {
 		srcs = append(srcs, SkillSource{FS: os.DirFS(userDir), Origin: OriginUser})
 	}
-	if projectDir != "" {
-		srcs = append(srcs, SkillSource{FS: os.DirFS(projectDir), Origin: OriginProject})
+	if workspace != nil {
+		tree := confine.Tree{Root: workspace, Name: "the workspace"}
+		srcs = append(srcs, SkillSource{FS: tree.FS(ProjectSkillsDir, maxSkillFile), Origin: OriginProject})
 	}
 	return srcs
 }
 
 // LoadSkills reads the *.md files of each source in turn, in sorted order;
 // a later skill replaces an earlier one of the same name. Files without
-// valid front matter and unreadable directories are skipped. The result is
-// sorted by name.
-func LoadSkills(sources []SkillSource) []Skill {
+// valid front matter and unreadable or missing directories are skipped;
+// files a source refuses (see DefaultSkillSources) are skipped with a
+// notice naming them. The skills are sorted by name.
+func LoadSkills(sources []SkillSource) (skills []Skill, notices []string) {
 	byName := map[string]Skill{}
+	refused := func(err error) bool {
+		if r, ok := confine.AsRefusal(err); ok {
+			notices = append(notices, r.Error())
+			return true
+		}
+		return false
+	}
 	for _, src := range sources {
-		matches, err := fs.Glob(src.FS, "*.md")
+		ents, err := fs.ReadDir(src.FS, ".")
 		if err != nil {
+			refused(err)
 			continue
 		}
-		slices.Sort(matches)
-		for _, name := range matches {
+		for _, e := range ents {
+			name := e.Name()
+			if !strings.HasSuffix(name, ".md") {
+				continue
+			}
 			b, err := fs.ReadFile(src.FS, name)
 			if err != nil {
+				refused(err)
 				continue
 			}
 			if s, ok := ParseSkill(string(b)); ok {
@@ -80,12 +104,12 @@ func LoadSkills(sources []SkillSource) []Skill {
 			}
 		}
 	}
-	out := make([]Skill, 0, len(byName))
+	skills = make([]Skill, 0, len(byName))
 	for _, s := range byName {
-		out = append(out, s)
+		skills = append(skills, s)
 	}
-	slices.SortFunc(out, func(a, b Skill) int { return cmp.Compare(a.Name, b.Name) })
-	return out
+	slices.SortFunc(skills, func(a, b Skill) int { return cmp.Compare(a.Name, b.Name) })
+	return skills, notices
 }
 
 // ParseSkill reads a skill file: front matter between "---" lines with

@@ -2,9 +2,12 @@ package sessiontools
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 )
@@ -39,7 +42,10 @@ func TestParseSkill(t *testing.T) {
 
 func TestBuiltinSkills(t *testing.T) {
 	t.Parallel()
-	skills := LoadSkills(DefaultSkillSources("", ""))
+	skills, notices := LoadSkills(DefaultSkillSources("", nil))
+	if len(notices) != 0 {
+		t.Errorf("notices %q", notices)
+	}
 	var names []string
 	for _, s := range skills {
 		names = append(names, s.Name)
@@ -54,7 +60,11 @@ func TestBuiltinSkills(t *testing.T) {
 
 func TestSkillPrecedenceProjectOverUserOverBuiltin(t *testing.T) {
 	t.Parallel()
-	user, project := t.TempDir(), t.TempDir()
+	user, ws := t.TempDir(), t.TempDir()
+	project := filepath.Join(ws, ".shiro", "skills")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	write := func(dir, file, text string) {
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -65,7 +75,10 @@ func TestSkillPrecedenceProjectOverUserOverBuiltin(t *testing.T) {
 	write(user, "notes.txt", "---\nname: ignored\ndescription: not md\n---\n")
 	write(project, "d.md", "---\nname: Deploy\ndescription: project deploy\n---\nproject deploy body")
 	write(project, "broken.md", "no front matter")
-	skills := LoadSkills(DefaultSkillSources(user, project))
+	skills, notices := LoadSkills(DefaultSkillSources(user, openRoot(t, ws)))
+	if len(notices) != 0 {
+		t.Errorf("notices %q", notices)
+	}
 	got := map[string]Skill{}
 	for _, s := range skills {
 		got[s.Name] = s
@@ -77,14 +90,14 @@ func TestSkillPrecedenceProjectOverUserOverBuiltin(t *testing.T) {
 		t.Errorf("precedence wrong: %+v", got)
 	}
 	// A missing directory is skipped.
-	if n := len(LoadSkills(DefaultSkillSources(filepath.Join(user, "nope"), ""))); n != 3 {
-		t.Errorf("%d skills with a missing user dir", n)
+	if skills, notices := LoadSkills(DefaultSkillSources(filepath.Join(user, "nope"), openRoot(t, t.TempDir()))); len(skills) != 3 || len(notices) != 0 {
+		t.Errorf("%d skills, notices %q with missing directories", len(skills), notices)
 	}
 }
 
 func TestSkillToolAndCatalogue(t *testing.T) {
 	t.Parallel()
-	skills := LoadSkills([]SkillSource{{FS: fstest.MapFS{
+	skills, _ := LoadSkills([]SkillSource{{FS: fstest.MapFS{
 		"a.md": {Data: []byte("---\nname: alpha\ndescription: first skill\n---\nALPHA BODY")},
 		"b.md": {Data: []byte("---\nname: beta\ndescription: second skill\n---\nBETA BODY")},
 	}, Origin: OriginProject}})
@@ -103,5 +116,132 @@ func TestSkillToolAndCatalogue(t *testing.T) {
 	res, _ = tool.Run(t.Context(), json.RawMessage(`{"name":"gamma"}`), nil)
 	if !res.IsError || res.Output != `No skill named "gamma". Available: alpha, beta` {
 		t.Errorf("unknown skill %q", res.Output)
+	}
+}
+
+func openRoot(t *testing.T, dir string) *os.Root {
+	t.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	return root
+}
+
+func TestProjectSkillsStayInTheWorkspace(t *testing.T) {
+	t.Parallel()
+	const skill = "---\nname: %s\ndescription: %s\n---\nbody of %s"
+	stolen := fmt.Sprintf(skill, "stolen", "SECRET-DESCRIPTION", "SECRET-BODY")
+	tests := []struct {
+		name string
+		// plant builds the hostile entry in an empty workspace; outside
+		// is a directory beside it holding stolen.md, a valid skill.
+		plant  func(t *testing.T, ws, outside string)
+		skill  string // the project skill expected, "" for none
+		notice string
+	}{
+		{
+			name: "a symlink to a skill outside",
+			plant: func(t *testing.T, ws, outside string) {
+				symlink(t, filepath.Join(outside, "stolen.md"), ws, ".shiro/skills/s.md")
+			},
+			notice: ".shiro/skills/s.md is a symlink that leaves the workspace; not read",
+		},
+		{
+			name:   "a symlink to /proc/self/environ",
+			plant:  func(t *testing.T, ws, _ string) { symlink(t, "/proc/self/environ", ws, ".shiro/skills/env.md") },
+			notice: ".shiro/skills/env.md is a symlink that leaves the workspace; not read",
+		},
+		{
+			name: "a FIFO",
+			plant: func(t *testing.T, ws, _ string) {
+				if err := os.MkdirAll(filepath.Join(ws, ".shiro/skills"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := syscall.Mkfifo(filepath.Join(ws, ".shiro/skills/fifo.md"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			notice: ".shiro/skills/fifo.md is a FIFO; not read",
+		},
+		{
+			name: "a chain that ends outside",
+			plant: func(t *testing.T, ws, outside string) {
+				symlink(t, "../../hop.md", ws, ".shiro/skills/chain.md")
+				symlink(t, filepath.Join(outside, "stolen.md"), ws, "hop.md")
+			},
+			notice: ".shiro/skills/chain.md is a symlink that leaves the workspace; not read",
+		},
+		{
+			name:   "the skills directory symlinked outside",
+			plant:  func(t *testing.T, ws, outside string) { symlink(t, outside, ws, ".shiro/skills") },
+			notice: ".shiro/skills is a symlink that leaves the workspace; not read",
+		},
+		{
+			name: ".shiro symlinked outside",
+			plant: func(t *testing.T, ws, outside string) {
+				if err := os.MkdirAll(filepath.Join(outside, "skills"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(filepath.Join(outside, "stolen.md"), filepath.Join(outside, "skills", "stolen.md")); err != nil {
+					t.Fatal(err)
+				}
+				symlink(t, outside, ws, ".shiro")
+			},
+			notice: ".shiro/skills is behind a symlink that leaves the workspace; not read",
+		},
+		{
+			name: "a symlink that stays inside is followed",
+			plant: func(t *testing.T, ws, _ string) {
+				if err := os.WriteFile(filepath.Join(ws, "docs.md"), fmt.Appendf(nil, skill, "docs", "inside", "docs"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				symlink(t, "../../docs.md", ws, ".shiro/skills/docs.md")
+			},
+			skill: "docs",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ws, outside := t.TempDir(), t.TempDir()
+			if err := os.WriteFile(filepath.Join(outside, "stolen.md"), []byte(stolen), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tt.plant(t, ws, outside)
+			skills, notices := LoadSkills(DefaultSkillSources("", openRoot(t, ws)))
+			var project []string
+			for _, s := range skills {
+				if strings.Contains(s.Description+s.Body, "SECRET") {
+					t.Errorf("a secret was read: %+v", s)
+				}
+				if s.Origin == OriginProject {
+					project = append(project, s.Name)
+				}
+			}
+			if want := []string{tt.skill}; tt.skill != "" && !slices.Equal(project, want) || tt.skill == "" && len(project) != 0 {
+				t.Errorf("project skills %q, want %q", project, tt.skill)
+			}
+			var want []string
+			if tt.notice != "" {
+				want = []string{tt.notice}
+			}
+			if !slices.Equal(notices, want) {
+				t.Errorf("notices %q, want %q", notices, want)
+			}
+		})
+	}
+}
+
+// symlink makes ws/name (creating its directory) point at target.
+func symlink(t *testing.T, target, ws, name string) {
+	t.Helper()
+	p := filepath.Join(ws, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
 	}
 }

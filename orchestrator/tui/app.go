@@ -74,8 +74,11 @@ type Options struct {
 	SandboxImage string
 	// Notices are shown in the header (config warnings, unknown plugins).
 	Notices []string
-	// Instructions are the names of the loaded instruction files.
-	Instructions []string
+	// Instructions are the names of the loaded instruction files, and
+	// InstructionsRefused the notices of those that were not read (a
+	// symlink out of the repository, a FIFO), for /context.
+	Instructions        []string
+	InstructionsRefused []string
 	// Prompt is submitted at start.
 	Prompt string
 	// Input and Output default to the process's stdin and stdout.

@@ -188,11 +188,7 @@ func (m *Model) cmdTools(string) tea.Cmd {
 func (m *Model) cmdContext(string) tea.Cmd {
 	m.stats = m.rt.stats()
 	var b strings.Builder
-	if len(m.opts.Instructions) == 0 {
-		b.WriteString("no AGENTS.md found (nor CLAUDE.md, .shiro.md)\n")
-	} else {
-		b.WriteString("instructions: " + strings.Join(m.opts.Instructions, ", ") + "\n")
-	}
+	b.WriteString(m.instructionsSummary())
 	threshold := m.cfg.CompactThreshold
 	if threshold <= 0 {
 		threshold = agent.DefaultPruneThreshold
@@ -201,6 +197,21 @@ func (m *Model) cmdContext(string) tea.Cmd {
 		humanTokens(m.stats.context), len(m.rt.sess.Agent().Messages()), m.stats.context*100/threshold, humanTokens(threshold))
 	m.info = &infoPanel{title: "context", body: b.String()}
 	return nil
+}
+
+// instructionsSummary lists the instruction files read and those refused,
+// with why, one per line.
+func (m *Model) instructionsSummary() string {
+	var b strings.Builder
+	if len(m.opts.Instructions) == 0 {
+		b.WriteString("no AGENTS.md found (nor CLAUDE.md, .shiro.md)\n")
+	} else {
+		b.WriteString("instructions: " + strings.Join(m.opts.Instructions, ", ") + "\n")
+	}
+	for _, n := range m.opts.InstructionsRefused {
+		b.WriteString("refused: " + n + "\n")
+	}
+	return b.String()
 }
 
 func (m *Model) cmdCost(string) tea.Cmd {

@@ -171,12 +171,13 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 		t.Fatal(err)
 	}
 	plugins, _ := agent.Builtins([]string{"guard", "time"})
+	skills, _ := sessiontools.LoadSkills(sessiontools.DefaultSkillSources("", nil))
 	sess := &fakeSession{
 		agent: a,
 		offered: append(builtinsOffered("read_file", "write_file", "edit_file", "glob", "bash", "grep"),
 			orchestrator.OfferedTool{Name: "current_time", Kind: orchestrator.KindPlugin}),
 		plugins: plugins,
-		skills:  sessiontools.LoadSkills(sessiontools.DefaultSkillSources("", "")),
+		skills:  skills,
 	}
 	app.rec.bind(a)
 	rt := &runtime{app: app, sess: sess, ctx: t.Context()}

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/internal/confine"
 )
 
 // maxPreviewFile bounds the file read to show a diff.
@@ -119,18 +121,28 @@ func readForPreview(root *os.Root, workspace, p string) (content string, exists 
 	if rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", false, "the path is outside the workspace"
 	}
-	fi, err := root.Stat(rel)
+	// Opened without blocking and checked on the descriptor: a FIFO
+	// swapped in by the sandbox cannot stall the preview.
+	f, err := confine.OpenRegular(root, rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", false, "no such file"
+	case errors.Is(err, confine.ErrNotRegular):
+		return "", true, "not a regular file"
+	case confine.IsEscape(root, err):
+		return "", false, "the path leads outside the workspace"
 	case err != nil:
 		return "", false, err.Error()
-	case !fi.Mode().IsRegular():
-		return "", true, "not a regular file"
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return "", true, err.Error()
 	case fi.Size() > maxPreviewFile:
 		return "", true, fmt.Sprintf("the file is too large to preview (%d bytes)", fi.Size())
 	}
-	data, err := root.ReadFile(rel)
+	data, err := io.ReadAll(io.LimitReader(f, maxPreviewFile))
 	if err != nil {
 		return "", true, err.Error()
 	}

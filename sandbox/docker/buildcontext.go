@@ -12,15 +12,21 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+
+	"github.com/shiroagent/shiro/internal/confine"
 )
 
 // buildContext is the part of a directory a build sends to the engine: every
 // file .dockerignore lets through, walked through an os.Root so that no
 // symlink leads outside it (symlinks are sent as symlinks, never followed).
+// Files and directories are opened without blocking and checked on the
+// descriptor: one swapped for a FIFO after the scan fails the build
+// instead of stalling it.
 type buildContext struct {
 	// root is the directory, for the scan and the hash.
 	root    *os.Root
@@ -41,6 +47,9 @@ type contextEntry struct {
 	link  string
 	mtime time.Time
 }
+
+// maxDockerfile bounds a Dockerfile read on the host.
+const maxDockerfile = 4 << 20
 
 // maxContextEntries bounds a build context: a context that holds a whole
 // home directory is a mistake better reported than sent.
@@ -74,7 +83,7 @@ func scanContext(root *os.Root, dockerfile string) ([]contextEntry, error) {
 	var out []contextEntry
 	var walk func(dir string, parent patternmatcher.MatchInfo) error
 	walk = func(dir string, parent patternmatcher.MatchInfo) error {
-		f, err := root.Open(dir)
+		f, err := root.OpenFile(dir, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return err
 		}
@@ -156,17 +165,10 @@ func mayReinclude(pm *patternmatcher.PatternMatcher, dir string) bool {
 
 // readDockerignore reads the context's .dockerignore, if it has one.
 func readDockerignore(root *os.Root) ([]string, error) {
-	fi, err := root.Stat(".dockerignore")
+	f, err := confine.OpenRegular(root, ".dockerignore")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read .dockerignore: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("read .dockerignore: not a regular file")
-	}
-	f, err := root.Open(".dockerignore")
 	if err != nil {
 		return nil, fmt.Errorf("read .dockerignore: %w", err)
 	}
@@ -216,7 +218,7 @@ func (bc *buildContext) hashContext(args map[string]*string, target string) (str
 }
 
 func hashFile(w io.Writer, root *os.Root, e contextEntry) error {
-	f, err := root.Open(e.name)
+	f, err := confine.OpenRegular(root, e.name)
 	if err != nil {
 		return fmt.Errorf("read the build context: %w", err)
 	}
@@ -280,7 +282,7 @@ func (bc *buildContext) writeTar(w io.Writer, root *os.Root) error {
 }
 
 func copyEntry(w io.Writer, root *os.Root, e contextEntry) error {
-	f, err := root.Open(e.name)
+	f, err := confine.OpenRegular(root, e.name)
 	if err != nil {
 		return fmt.Errorf("read the build context: %w", err)
 	}
@@ -293,6 +295,21 @@ func copyEntry(w io.Writer, root *os.Root, e contextEntry) error {
 		return fmt.Errorf("read the build context: %w", err)
 	}
 	return nil
+}
+
+// readContextFile reads the regular file name of a context, at most max
+// bytes of it.
+func readContextFile(root *os.Root, name string, max int64) ([]byte, error) {
+	f, err := confine.OpenRegular(root, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return data, nil
 }
 
 // contextFileName is the name a Dockerfile from outside the context gets

@@ -73,20 +73,20 @@ func baseEnv(opts Options, imagePath string) []string {
 
 // openChannel starts `helper serve` in the container and connects a client
 // to it. stderr receives the helper's own diagnostics.
-func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Options, session string, stderr io.Writer) (*channel, error) {
-	exec, err := e.api.ExecCreate(ctx, c.id, client.ExecCreateOptions{
+func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Options, session string, stderr io.Writer, serveArgs []string) (*channel, error) {
+	exec, err := e.ctr.ExecCreate(ctx, c.id, client.ExecCreateOptions{
 		User:         strconv.Itoa(opts.UID) + ":" + strconv.Itoa(opts.GID),
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
 		Env:          baseEnv(opts, c.path),
 		WorkingDir:   opts.Workspace,
-		Cmd:          []string{h.helperPath(), "helper", "serve", "--session", session},
+		Cmd:          append([]string{h.helperPath(), "helper", "serve", "--session", session}, serveArgs...),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the command channel in %s: %w", c.name, err)
 	}
-	att, err := e.api.ExecAttach(ctx, exec.ID, client.ExecAttachOptions{})
+	att, err := e.ctr.ExecAttach(ctx, exec.ID, client.ExecAttachOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("attach the command channel in %s: %w", c.name, err)
 	}

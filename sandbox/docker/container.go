@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +57,7 @@ func loadHelper(path string) (helperFile, error) {
 	return helperFile{path: path, key: hex.EncodeToString(sum[:])[:12], size: fi.Size()}, nil
 }
 
-// container is the running container of one workspace.
+// ctr is the running container of one workspace.
 type ctr struct {
 	id   string
 	name string
@@ -64,22 +66,25 @@ type ctr struct {
 	path string
 }
 
-// ensureContainer returns the running container for opts, creating or
-// starting it as needed. It is safe to call again after the container was
-// removed behind shiro's back.
-func (e *Engine) ensureContainer(ctx context.Context, opts Options, helper helperFile) (ctr, error) {
-	img, err := e.api.ImageInspect(ctx, opts.Image)
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return ctr{}, &MissingImageError{Image: opts.Image}
-		}
-		return ctr{}, fmt.Errorf("inspect image %s: %w", opts.Image, err)
-	}
+// containerPlan is what shiro would create for a session: the check a
+// container must pass to be reused.
+type containerPlan struct {
+	spec    containerSpec
+	name    string
+	config  *container.Config
+	host    *container.HostConfig
+	volumes map[string]string // named volume → what it is ("home", "state", "shadow")
+	git     gitPlan
+}
+
+// plan works out the container for opts (image inspected) and git.
+func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper helperFile) containerPlan {
+	var extra []string
 	spec := containerSpec{
 		Workspace:   opts.Workspace,
+		WorkspaceID: wsID,
 		Image:       opts.Image,
-		ImageID:     img.ID,
-		Protected:   protectedPaths(opts.Workspace),
+		ImageID:     imageID,
 		Memory:      opts.Memory,
 		CPUs:        opts.CPUs,
 		Pids:        opts.Pids,
@@ -88,48 +93,28 @@ func (e *Engine) ensureContainer(ctx context.Context, opts Options, helper helpe
 		UID:         opts.UID,
 		GID:         opts.GID,
 	}
-	c := ctr{name: spec.containerName(), spec: spec}
-	if img.Config != nil {
-		c.path = envValue(img.Config.Env, "PATH")
+	home, state := homeVolume(opts.Workspace, wsID), stateVolume(opts.Workspace, wsID)
+	// The shadow volume is named after the container, whose name depends on
+	// the mounts: name it from everything but itself.
+	if git.Repo != nil {
+		extra = append(extra, "repo:"+git.Repo.CommonDir+":"+git.Repo.Top)
 	}
-
-	info, err := e.api.ContainerInspect(ctx, c.name, client.ContainerInspectOptions{})
-	switch {
-	case err == nil:
-		c.id = info.Container.ID
-		if err := e.ensureHelper(ctx, c.id, helper); err != nil {
-			return ctr{}, err
+	for _, ro := range git.ReadOnly {
+		extra = append(extra, "ro:"+ro)
+	}
+	spec.Mounts = extra
+	name := spec.containerName()
+	shadow := shadowVolume(name)
+	labels := func(vol string) map[string]string {
+		return map[string]string{
+			LabelManaged:   "true",
+			LabelWorkspace: opts.Workspace,
+			LabelOwner:     ownerToken(e.ownerKey, "volume", vol, opts.Workspace, ""),
 		}
-		if info.Container.State != nil && info.Container.State.Running {
-			return c, nil
-		}
-	case cerrdefs.IsNotFound(err):
-		fmt.Fprintf(opts.Progress, "creating sandbox container %s\n", c.name)
-		id, err := e.createContainer(ctx, opts, spec, c.name, helper)
-		if err != nil {
-			return ctr{}, err
-		}
-		c.id = id
-	default:
-		return ctr{}, fmt.Errorf("inspect container %s: %w", c.name, err)
 	}
-	if _, err := e.api.ContainerStart(ctx, c.id, client.ContainerStartOptions{}); err != nil {
-		return ctr{}, fmt.Errorf("start container %s: %w", c.name, err)
-	}
-	return c, nil
-}
-
-func (e *Engine) createContainer(ctx context.Context, opts Options, spec containerSpec, name string, helper helperFile) (string, error) {
-	mounts := []mount.Mount{
-		{Type: mount.TypeBind, Source: spec.Workspace, Target: spec.Workspace},
-		{Type: mount.TypeVolume, Source: homeVolume(spec.Workspace), Target: homeDir,
-			VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{LabelManaged: "true", LabelWorkspace: spec.Workspace}}},
-	}
-	for _, p := range spec.Protected {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: true})
-	}
-	pids := spec.Pids
+	mounts := git.mounts(opts.Workspace, home, state, shadow, labels)
 	idle := strconv.FormatInt(int64(spec.IdleTimeout/time.Second), 10) + "s"
+	pids := spec.Pids
 	cfg := &container.Config{
 		Image:      spec.Image,
 		User:       fmt.Sprintf("%d:%d", spec.UID, spec.GID),
@@ -143,6 +128,7 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, spec contain
 			LabelConfig:    spec.hash(),
 			LabelVersion:   opts.Version,
 			LabelImage:     spec.Image,
+			LabelOwner:     ownerToken(e.ownerKey, "container", name, spec.Workspace, spec.hash()),
 		},
 		StopSignal: "SIGTERM",
 	}
@@ -151,7 +137,7 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, spec contain
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"},
 		NetworkMode: container.NetworkMode(spec.Network),
-		Tmpfs:       map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"},
+		Tmpfs:       map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", spec.tmpSize())},
 		Resources: container.Resources{
 			Memory:     spec.Memory,
 			MemorySwap: spec.Memory, // no swap: a hog meets the limit instead of the disk
@@ -159,33 +145,242 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, spec contain
 			PidsLimit:  &pids,
 		},
 	}
+	vols := map[string]string{home: "home", state: "state"}
+	if git.Repo != nil {
+		vols[shadow] = "shadow"
+	}
+	return containerPlan{spec: spec, name: name, config: cfg, host: host, volumes: vols, git: git}
+}
+
+// ensureContainer returns the running container for the plan, creating or
+// starting it as needed, and reusing an existing one only if it is exactly
+// what shiro would create. It is safe to call again after the container
+// was removed behind shiro's back.
+func (e *Engine) ensureContainer(ctx context.Context, opts Options, helper helperFile, git gitPlan, wsID string) (ctr, error) {
+	img, err := e.ctr.ImageInspect(ctx, opts.Image)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return ctr{}, &MissingImageError{Image: opts.Image}
+		}
+		return ctr{}, fmt.Errorf("inspect image %s: %w", opts.Image, err)
+	}
+	p := e.plan(opts, img.ID, wsID, git, helper)
+	c := ctr{name: p.name, spec: p.spec}
+	if img.Config != nil {
+		c.path = envValue(img.Config.Env, "PATH")
+	}
+
+	id, running, err := e.findContainer(ctx, p, opts)
+	if err != nil {
+		return ctr{}, err
+	}
+	if id != "" {
+		c.id = id
+		if err := e.ensureHelper(ctx, c.id, helper); err != nil {
+			return ctr{}, err
+		}
+		if running {
+			return c, nil
+		}
+	} else {
+		fmt.Fprintf(opts.Progress, "creating sandbox container %s\n", c.name)
+		name := p.name
+		if taken, _ := e.exists(ctx, name); taken {
+			name = p.name + "-" + randomSuffix() // the name is squatted by a container that is not ours
+			p.config.Labels[LabelOwner] = ownerToken(e.ownerKey, "container", name, p.spec.Workspace, p.spec.hash())
+		}
+		if c.id, err = e.createContainer(ctx, opts, p, name, helper); err != nil {
+			return ctr{}, err
+		}
+		c.name = name
+	}
+	if _, err := e.ctr.ContainerStart(ctx, c.id, client.ContainerStartOptions{}); err != nil {
+		return ctr{}, fmt.Errorf("start container %s: %w", c.name, err)
+	}
+	return c, nil
+}
+
+// findContainer looks for a container that passes the plan's check: the
+// one under the plan's name, else any of the workspace's with the plan's
+// settings. A container under shiro's name that fails the check is left
+// alone (it is not shiro's to remove) with a notice.
+func (e *Engine) findContainer(ctx context.Context, p containerPlan, opts Options) (id string, running bool, err error) {
+	info, err := e.ctr.ContainerInspect(ctx, p.name, client.ContainerInspectOptions{})
+	switch {
+	case err == nil:
+		why := e.mismatch(info.Container, p)
+		if why == "" {
+			return info.Container.ID, info.Container.State != nil && info.Container.State.Running, nil
+		}
+		opts.Notices(fmt.Sprintf("the container named %s is not one shiro would make (%s); it is left alone and another is used", p.name, why))
+	case cerrdefs.IsNotFound(err):
+	default:
+		return "", false, fmt.Errorf("inspect container %s: %w", p.name, err)
+	}
+	f := client.Filters{}.Add("label", LabelWorkspace+"="+p.spec.Workspace).Add("label", LabelConfig+"="+p.spec.hash())
+	list, err := e.ctr.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return "", false, fmt.Errorf("list sandbox containers: %w", err)
+	}
+	for _, item := range list.Items {
+		if len(item.Names) == 0 || strings.TrimPrefix(item.Names[0], "/") == p.name {
+			continue
+		}
+		info, err := e.ctr.ContainerInspect(ctx, item.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			continue
+		}
+		if e.mismatch(info.Container, p) == "" {
+			return info.Container.ID, info.Container.State != nil && info.Container.State.Running, nil
+		}
+	}
+	return "", false, nil
+}
+
+func (e *Engine) exists(ctx context.Context, name string) (bool, error) {
+	_, err := e.ctr.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// mismatch says how a container differs from what the plan would create,
+// or "" when it may be reused: who made it, who it runs as, its
+// privileges, mounts, network and limits.
+func (e *Engine) mismatch(c container.InspectResponse, p containerPlan) string {
+	if c.Config == nil || c.HostConfig == nil {
+		return "it has no configuration"
+	}
+	if !e.ownsContainer(c.ID, c.Name, c.Config.Labels) {
+		return "it does not carry this user's shiro owner label"
+	}
+	cfg, want := c.Config, p.config
+	hc, wantHC := c.HostConfig, p.host
+	switch {
+	case cfg.Labels[LabelConfig] != want.Labels[LabelConfig]:
+		return "its settings differ"
+	case cfg.User != want.User:
+		return fmt.Sprintf("it runs as %q", cfg.User)
+	case c.Image != p.spec.ImageID:
+		return "it runs another image"
+	case len(cfg.Entrypoint) != len(want.Entrypoint) || !strings.HasPrefix(cfg.Entrypoint[0], helperDir+"/bin/shiro-") ||
+		!slices.Equal(cfg.Entrypoint[1:], want.Entrypoint[1:]):
+		return "its entrypoint is not shiro's init"
+	case hc.Privileged:
+		return "it is privileged"
+	case len(hc.CapAdd) > 0 || !slices.Equal(hc.CapDrop, wantHC.CapDrop):
+		return "its capabilities differ"
+	case !slices.Equal(hc.SecurityOpt, wantHC.SecurityOpt):
+		return "its security options differ"
+	case hc.NetworkMode != wantHC.NetworkMode:
+		return fmt.Sprintf("its network is %s", hc.NetworkMode)
+	// The cgroup namespace is the engine's default, which shiro does not
+	// choose (without capabilities the cgroup tree is read-only either way).
+	case hc.PidMode != "" || hc.UTSMode != "" || hc.UsernsMode != "" || (hc.IpcMode != "" && hc.IpcMode != "private" && hc.IpcMode != "shareable"):
+		return "it shares a namespace with the host"
+	case len(hc.Devices) > 0 || len(hc.DeviceRequests) > 0 || len(hc.DeviceCgroupRules) > 0:
+		return "it has devices"
+	case len(hc.Binds) > 0 || len(hc.VolumesFrom) > 0 || len(hc.Links) > 0 || len(hc.PortBindings) > 0 || hc.PublishAllPorts:
+		return "it has extra mounts, links or ports"
+	case hc.ReadonlyRootfs != wantHC.ReadonlyRootfs || hc.OomScoreAdj != wantHC.OomScoreAdj:
+		return "its root filesystem or OOM settings differ"
+	case hc.Memory != wantHC.Memory || hc.MemorySwap != wantHC.MemorySwap || hc.NanoCPUs != wantHC.NanoCPUs ||
+		hc.PidsLimit == nil || *hc.PidsLimit != *wantHC.PidsLimit:
+		return "its limits differ"
+	case !maps.Equal(hc.Tmpfs, wantHC.Tmpfs):
+		return "its /tmp differs"
+	case !sameMounts(hc.Mounts, wantHC.Mounts):
+		return "its mounts differ"
+	}
+	return ""
+}
+
+// sameMounts compares mount lists by type, source, target and access.
+func sameMounts(a, b []mount.Mount) bool {
+	key := func(ms []mount.Mount) []string {
+		out := make([]string, len(ms))
+		for i, m := range ms {
+			out[i] = fmt.Sprintf("%s|%s|%s|%t", m.Type, m.Source, m.Target, m.ReadOnly)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(key(a), key(b))
+}
+
+func (e *Engine) createContainer(ctx context.Context, opts Options, p containerPlan, name string, helper helperFile) (string, error) {
+	if err := e.checkVolumes(ctx, p); err != nil {
+		return "", err
+	}
 	// The container is made and prepared under a temporary name, then
 	// renamed: another shiro racing to create the same container either
 	// finds a ready one or none, never one half prepared.
 	tmpName := name + "-new-" + randomSuffix()
-	res, err := e.api.ContainerCreate(ctx, client.ContainerCreateOptions{Name: tmpName, Config: cfg, HostConfig: host})
+	res, err := e.ctr.ContainerCreate(ctx, client.ContainerCreateOptions{Name: tmpName, Config: p.config, HostConfig: p.host})
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", name, err)
 	}
-	if err := e.prepareUser(ctx, res.ID, opts); err != nil {
+	// Registered before it has its name: a racing shiro that finds it
+	// under that name finds it registered too.
+	e.reg.addContainer(res.ID)
+	e.registerVolumes(ctx, p)
+	if err := e.prepareUser(ctx, res.ID, opts, p); err != nil {
 		e.removeQuietly(ctx, res.ID)
 		return "", err
 	}
-	if err := e.copyHelper(ctx, res.ID, helper, opts.UID, opts.GID); err != nil {
+	if err := e.copyHelper(ctx, res.ID, helper, p.spec.UID); err != nil {
 		e.removeQuietly(ctx, res.ID)
 		return "", err
 	}
-	if _, err := e.api.ContainerRename(ctx, res.ID, client.ContainerRenameOptions{NewName: name}); err != nil {
+	if _, err := e.ctr.ContainerRename(ctx, res.ID, client.ContainerRenameOptions{NewName: name}); err != nil {
 		e.removeQuietly(ctx, res.ID)
-		if isConflict(err) { // another shiro finished first: use its container
-			info, ierr := e.api.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
-			if ierr == nil {
+		if isConflict(err) { // another shiro finished first: use its container if it is ours
+			info, ierr := e.ctr.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+			if ierr == nil && e.mismatch(info.Container, p) == "" {
 				return info.Container.ID, nil
 			}
 		}
 		return "", fmt.Errorf("name container %s: %w", name, err)
 	}
 	return res.ID, nil
+}
+
+// registerVolumes records the plan's volumes the engine just made (those
+// not registered yet: checkVolumes found them absent).
+func (e *Engine) registerVolumes(ctx context.Context, p containerPlan) {
+	for name := range p.volumes {
+		if e.reg.hasVolume(name) {
+			continue
+		}
+		list, err := e.ctr.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("name", name)})
+		if err != nil {
+			continue
+		}
+		for _, v := range list.Items {
+			if v.Name == name {
+				e.reg.addVolume(name)
+			}
+		}
+	}
+}
+
+// checkVolumes refuses to mount a volume under one of the plan's names
+// that shiro did not make for this user (a planted HOME would run its
+// ~/.profile in every command).
+func (e *Engine) checkVolumes(ctx context.Context, p containerPlan) error {
+	for name := range p.volumes {
+		list, err := e.ctr.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("name", name)})
+		if err != nil {
+			return fmt.Errorf("list volumes: %w", err)
+		}
+		for _, v := range list.Items {
+			if v.Name == name && !e.ownsVolume(v.Name, v.Labels) {
+				return fmt.Errorf("the volume %s exists but shiro did not make it for you; remove it (docker volume rm %s) or look at what it holds", name, name)
+			}
+		}
+	}
+	return nil
 }
 
 // isConflict matches the engine's "name already in use" answer, which old
@@ -203,26 +398,30 @@ func randomSuffix() string {
 func (e *Engine) removeQuietly(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	_, _ = e.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
+	_, _ = e.ctr.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	e.reg.removeContainer(id)
 }
 
 // ensureHelper copies the current helper into an existing container when it
 // is not there yet (shiro was upgraded since the container was made).
 func (e *Engine) ensureHelper(ctx context.Context, id string, helper helperFile) error {
-	_, err := e.api.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: helper.helperPath()})
+	_, err := e.ctr.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: helper.helperPath()})
 	if err == nil {
 		return nil
 	}
 	if !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("look for the helper in %s: %w", id[:12], err)
+		return fmt.Errorf("look for the helper in %s: %w", short(id), err)
 	}
-	info, err := e.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	info, err := e.ctr.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
-		return fmt.Errorf("inspect container %s: %w", id[:12], err)
+		return fmt.Errorf("inspect container %s: %w", short(id), err)
 	}
-	uid, gid := parseUser(info.Container.Config.User)
-	return e.copyHelper(ctx, id, helper, uid, gid)
+	uid, _ := parseUser(info.Container.Config.User)
+	return e.copyHelper(ctx, id, helper, uid)
 }
+
+// nobody owns the helper when commands run as root.
+const nobody = 65534
 
 func parseUser(s string) (int, int) {
 	u, g, _ := strings.Cut(s, ":")
@@ -231,9 +430,16 @@ func parseUser(s string) (int, int) {
 	return uid, gid
 }
 
-// copyHelper puts the helper binary at helper.helperPath(), in a directory
-// owned by the command user so the helper can keep its state there.
-func (e *Engine) copyHelper(ctx context.Context, id string, helper helperFile, uid, gid int) error {
+// copyHelper puts the helper binary at helper.helperPath(). It and its
+// directories belong to another user than the command user (root, or
+// nobody when commands run as root: without capabilities even root cannot
+// write what it does not own) and are not writable by the command user,
+// who can therefore neither replace it nor plant another beside it.
+func (e *Engine) copyHelper(ctx context.Context, id string, helper helperFile, cmdUID int) error {
+	owner := 0
+	if cmdUID == 0 {
+		owner = nobody
+	}
 	f, err := os.Open(helper.path)
 	if err != nil {
 		return fmt.Errorf("open helper binary: %w", err)
@@ -244,9 +450,9 @@ func (e *Engine) copyHelper(ctx context.Context, id string, helper helperFile, u
 		tw := tar.NewWriter(pw)
 		now := time.Now()
 		err := errors.Join(
-			tw.WriteHeader(&tar.Header{Name: ".shiro/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: uid, Gid: gid, ModTime: now}),
-			tw.WriteHeader(&tar.Header{Name: ".shiro/bin/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now}),
-			tw.WriteHeader(&tar.Header{Name: ".shiro/bin/shiro-" + helper.key, Typeflag: tar.TypeReg, Mode: 0o755, Size: helper.size, ModTime: now}),
+			tw.WriteHeader(&tar.Header{Name: ".shiro/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: owner, Gid: owner, ModTime: now}),
+			tw.WriteHeader(&tar.Header{Name: ".shiro/bin/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: owner, Gid: owner, ModTime: now}),
+			tw.WriteHeader(&tar.Header{Name: ".shiro/bin/shiro-" + helper.key, Typeflag: tar.TypeReg, Mode: 0o755, Uid: owner, Gid: owner, Size: helper.size, ModTime: now}),
 		)
 		if err == nil {
 			_, err = io.Copy(tw, f)
@@ -256,9 +462,9 @@ func (e *Engine) copyHelper(ctx context.Context, id string, helper helperFile, u
 		}
 		pw.CloseWithError(err)
 	}()
-	if _, err := e.api.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: pr}); err != nil {
+	if _, err := e.ctr.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: pr}); err != nil {
 		pr.CloseWithError(err)
-		return fmt.Errorf("copy the helper into %s: %w", id[:12], err)
+		return fmt.Errorf("copy the helper into %s: %w", short(id), err)
 	}
 	return nil
 }
@@ -266,7 +472,7 @@ func (e *Engine) copyHelper(ctx context.Context, id string, helper helperFile, u
 // prepareUser gives the command user a passwd and group entry and a HOME
 // it owns. The copies are done by the engine, so the container needs no
 // capability for them.
-func (e *Engine) prepareUser(ctx context.Context, id string, opts Options) error {
+func (e *Engine) prepareUser(ctx context.Context, id string, opts Options, p containerPlan) error {
 	passwd, err := e.readFile(ctx, id, "/etc/passwd")
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return err
@@ -298,28 +504,41 @@ func (e *Engine) prepareUser(ctx context.Context, id string, opts Options) error
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	if _, err := e.api.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/etc", Content: &buf}); err != nil {
+	if _, err := e.ctr.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/etc", Content: &buf}); err != nil {
 		return fmt.Errorf("write the sandbox user's passwd entry: %w", err)
 	}
 
-	// The home volume's root takes the owner of the directory copied onto it.
-	buf.Reset()
-	tw = tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "shiro/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: opts.UID, Gid: opts.GID, ModTime: now}); err != nil {
+	// A volume's root takes the owner of the directory copied onto it.
+	own := func(parent string, dirs ...string) error {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, d := range dirs {
+			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o700, Uid: opts.UID, Gid: opts.GID, ModTime: now}); err != nil {
+				return err
+			}
+		}
+		if err := tw.Close(); err != nil {
+			return err
+		}
+		_, err := e.ctr.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: parent, Content: &buf})
 		return err
 	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	if _, err := e.api.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/home", Content: &buf}); err != nil {
+	if err := own("/home", "shiro"); err != nil {
 		return fmt.Errorf("make the sandbox user's home: %w", err)
+	}
+	dirs := []string{"state"}
+	if p.git.Repo != nil {
+		dirs = append(dirs, "shadow")
+	}
+	if err := own(helperDir, dirs...); err != nil {
+		return fmt.Errorf("make the sandbox's state directories: %w", err)
 	}
 	return nil
 }
 
 // readFile returns one regular file from a container (created or running).
 func (e *Engine) readFile(ctx context.Context, id, path string) ([]byte, error) {
-	res, err := e.api.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: path})
+	res, err := e.ctr.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: path})
 	if err != nil {
 		return nil, fmt.Errorf("read %s from the container: %w", path, err)
 	}

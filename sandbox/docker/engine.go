@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -15,19 +16,53 @@ var ErrEngineUnreachable = errors.New("docker engine unreachable")
 
 // Engine is a connection to a Docker Engine.
 type Engine struct {
-	api  *client.Client
+	api *client.Client
+	// ctr is the same client as api, seen through the calls the
+	// container code makes (a fake in unit tests).
+	ctr  containerAPI
 	host string
+	// stateDir holds shiro's sandbox state on the host: the owner key and
+	// the per-workspace session markers.
+	stateDir string
+	ownerKey []byte
+	reg      registry
+}
+
+// ConnectOption configures Connect.
+type ConnectOption func(*connectOptions)
+
+type connectOptions struct{ stateDir string }
+
+// WithStateDir names the directory of the sandbox's host-side state (the
+// owner key, session markers); default the data directory's "sandbox".
+func WithStateDir(dir string) ConnectOption {
+	return func(o *connectOptions) { o.stateDir = dir }
 }
 
 // Connect opens a client from the environment (DOCKER_HOST and friends),
 // negotiates the API version (engines as old as API 1.41 work) and checks
 // the engine answers.
-func Connect(ctx context.Context) (*Engine, error) {
+func Connect(ctx context.Context, opts ...ConnectOption) (*Engine, error) {
+	var o connectOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.stateDir == "" {
+		dir, err := defaultStateDir()
+		if err != nil {
+			return nil, err
+		}
+		o.stateDir = dir
+	}
+	key, err := loadOwnerKey(o.stateDir)
+	if err != nil {
+		return nil, err
+	}
 	api, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrEngineUnreachable, err)
 	}
-	e := &Engine{api: api, host: api.DaemonHost()}
+	e := &Engine{api: api, ctr: api, host: api.DaemonHost(), stateDir: o.stateDir, ownerKey: key, reg: registry{dir: filepath.Join(o.stateDir, "owned")}}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {

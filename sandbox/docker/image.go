@@ -40,7 +40,7 @@ type BuildOptions struct {
 	// Progress receives a readable account of the build; nil discards it.
 	Progress io.Writer
 	// Mirror is the Debian mirror of an offline build. Empty means
-	// $SHIRO_DEBIAN_MIRROR, or DefaultDebianMirror when that is unset.
+	// $SHIRO_DEBIAN_MIRROR, or debootstrap's default when that is unset.
 	Mirror string
 }
 

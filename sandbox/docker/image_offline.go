@@ -21,12 +21,9 @@ import (
 	"github.com/shiroagent/shiro/images"
 )
 
-// DefaultDebianMirror is the mirror an offline build uses when neither
-// BuildOptions.Mirror nor $SHIRO_DEBIAN_MIRROR names one.
-const DefaultDebianMirror = "http://deb.debian.org/debian"
-
-// MirrorEnv names the environment variable that overrides
-// DefaultDebianMirror.
+// MirrorEnv names the environment variable that chooses the Debian mirror
+// of an offline build; without it (and without BuildOptions.Mirror)
+// debootstrap uses its own default.
 const MirrorEnv = "SHIRO_DEBIAN_MIRROR"
 
 var (
@@ -69,7 +66,8 @@ func systemHost() offlineHost {
 	}
 }
 
-// debianMirror returns the mirror an offline build uses.
+// debianMirror returns the mirror an offline build uses; "" leaves the
+// choice to debootstrap.
 func debianMirror(opt string, getenv func(string) string) (string, error) {
 	switch {
 	case opt != "":
@@ -81,7 +79,15 @@ func debianMirror(opt string, getenv func(string) string) (string, error) {
 		}
 		return m, nil
 	}
-	return DefaultDebianMirror, nil
+	return "", nil
+}
+
+// mirrorName says where debootstrap fetches from.
+func mirrorName(mirror string) string {
+	if mirror == "" {
+		return "debootstrap's default mirror"
+	}
+	return mirror
 }
 
 // buildOffline debootstraps images.Packages() into a temporary directory,
@@ -130,7 +136,7 @@ func buildOffline(ctx context.Context, api ImageAPI, tag, mirrorOpt string, prog
 
 	start := time.Now()
 	suite := images.DebianSuite()
-	fmt.Fprintf(progress, "debootstrap %s from %s (%s)\n", suite, mirror, strings.Join(images.Packages(), " "))
+	fmt.Fprintf(progress, "debootstrap %s from %s (%s)\n", suite, mirrorName(mirror), strings.Join(images.Packages(), " "))
 	if err := runDebootstrap(ctx, host, debootstrap, suite, rootfs, mirror, progress); err != nil {
 		return err
 	}
@@ -147,10 +153,11 @@ func buildOffline(ctx context.Context, api ImageAPI, tag, mirrorOpt string, prog
 }
 
 func runDebootstrap(ctx context.Context, host offlineHost, path, suite, rootfs, mirror string, progress io.Writer) error {
-	cmd := host.command(ctx, path,
-		"--variant=minbase",
-		"--include="+strings.Join(images.Packages(), ","),
-		suite, rootfs, mirror)
+	args := []string{"--variant=minbase", "--include=" + strings.Join(images.Packages(), ","), suite, rootfs}
+	if mirror != "" {
+		args = append(args, mirror)
+	}
+	cmd := host.command(ctx, path, args...)
 	// Interrupt rather than kill on cancellation: debootstrap then unmounts
 	// what it mounted in the tree.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -168,7 +175,7 @@ func runDebootstrap(ctx context.Context, host offlineHost, path, suite, rootfs, 
 			lt.Write(log)
 			msg += "\ndebootstrap.log ends with:\n" + lt.String()
 		}
-		return fmt.Errorf("debootstrap %s from %s: %w\n%s", suite, mirror, err, msg)
+		return fmt.Errorf("debootstrap %s from %s: %w\n%s", suite, mirrorName(mirror), err, msg)
 	}
 	return nil
 }

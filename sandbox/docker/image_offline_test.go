@@ -72,7 +72,7 @@ echo c > "$t/usr/share/doc/pkg/changelog.gz"
 ln -s pkg "$t/usr/share/doc/alias"
 echo m > "$t/usr/share/man/man1/git.1.gz"
 ln -s "@OUTSIDE@" "$t/usr/share/locale/escape"
-echo l > "$t/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_InRelease"
+echo l > "$t/var/lib/apt/lists/mirror.example_debian_dists_bookworm_InRelease"
 echo b > "$t/var/cache/apt/pkgcache.bin"
 echo d > "$t/var/cache/apt/archives/git_1_amd64.deb"
 echo "I: Base system installed successfully."
@@ -134,7 +134,7 @@ func TestBuildOfflineImportsTheSlimmedTree(t *testing.T) {
 	}
 
 	wantArgv := []string{"/fake/debootstrap", "--variant=minbase", "--include=" + strings.Join(images.Packages(), ","),
-		"bookworm", "", DefaultDebianMirror}
+		"bookworm", ""}
 	if len(fake.argv) != len(wantArgv) {
 		t.Fatalf("debootstrap argv = %q, want %q", fake.argv, wantArgv)
 	}
@@ -151,7 +151,7 @@ func TestBuildOfflineImportsTheSlimmedTree(t *testing.T) {
 		"./usr/share/doc/alias":            false,
 		"./usr/share/man/man1/":            false,
 		"./usr/share/locale/escape":        false,
-		"./var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_InRelease": false,
+		"./var/lib/apt/lists/mirror.example_debian_dists_bookworm_InRelease": false,
 		"./var/cache/apt/pkgcache.bin":                                       false,
 		"./var/cache/apt/archives/git_1_amd64.deb":                           false,
 		"./var/cache/apt/archives/partial/":                                  true,
@@ -167,7 +167,7 @@ func TestBuildOfflineImportsTheSlimmedTree(t *testing.T) {
 	if _, err := os.Stat(outside + "/keep"); err != nil {
 		t.Errorf("cleaning the tree removed a file outside it: %v", err)
 	}
-	for _, want := range []string{"debootstrap bookworm from " + DefaultDebianMirror, "I: Base system installed successfully.",
+	for _, want := range []string{"debootstrap bookworm from debootstrap's default mirror", "I: Base system installed successfully.",
 		"sha256:0123", "built " + images.Tag()} {
 		if !strings.Contains(progress.String(), want) {
 			t.Errorf("progress lacks %q:\n%s", want, progress.String())
@@ -203,17 +203,17 @@ func TestBuildOfflineErrors(t *testing.T) {
 		{
 			name: "debootstrap fails",
 			script: `echo "I: Retrieving InRelease"
-echo "E: Failed getting release file http://deb.debian.org/debian/dists/bookworm/InRelease" >&2
+echo "E: Failed getting release file http://mirror.example/debian/dists/bookworm/InRelease" >&2
 mkdir -p "$4/debootstrap"
 echo "dpkg: error processing package git" > "$4/debootstrap/debootstrap.log"
 exit 1`,
-			wantErr: []string{"debootstrap bookworm from http://deb.debian.org/debian: exit status 1",
+			wantErr: []string{"debootstrap bookworm from debootstrap's default mirror: exit status 1",
 				"E: Failed getting release file", "debootstrap.log ends with:\ndpkg: error processing package git"},
 		},
 		{
 			name:    "a mirror from the environment must be a URL",
-			env:     map[string]string{MirrorEnv: "deb.debian.org"},
-			wantErr: []string{"SHIRO_DEBIAN_MIRROR: debian mirror \"deb.debian.org\": want an http, https or file URL"},
+			env:     map[string]string{MirrorEnv: "mirror.example"},
+			wantErr: []string{"SHIRO_DEBIAN_MIRROR: debian mirror \"mirror.example\": want an http, https or file URL"},
 		},
 	}
 	for _, tt := range tests {
@@ -283,7 +283,7 @@ func TestDebianMirror(t *testing.T) {
 		env  string
 		want string
 	}{
-		{name: "default", want: DefaultDebianMirror},
+		{name: "default: debootstrap's own", want: ""},
 		{name: "environment", env: "http://mirror.local/debian", want: "http://mirror.local/debian"},
 		{name: "option wins", opt: "file:///srv/debian", env: "http://mirror.local/debian", want: "file:///srv/debian"},
 	}

@@ -85,11 +85,11 @@ func TestDecodeImageStream(t *testing.T) {
 			stream: fromStep + newline +
 				`{"stream":" ---\u003e 1a2b3c\n"}` +
 				`{"stream":"Step 2/4 : RUN apt-get update"}{"stream":"\n"}` +
-				`{"stream":"Get:1 http://deb.debian.org/debian bookworm InRelease\n"}` +
+				`{"stream":"Get:1 http://mirror.example/debian bookworm InRelease\n"}` +
 				`{"aux":{"ID":"sha256:0123"}}` +
 				`{"stream":"Successfully built 0123\n"}`,
 			want: "Step 1/4 : FROM debian:bookworm-slim\n ---> 1a2b3c\nStep 2/4 : RUN apt-get update\n" +
-				"Get:1 http://deb.debian.org/debian bookworm InRelease\nSuccessfully built 0123\n",
+				"Get:1 http://mirror.example/debian bookworm InRelease\nSuccessfully built 0123\n",
 		},
 		{
 			name: "pull statuses are one line each, without progress bars or repeats",
@@ -235,11 +235,11 @@ func TestBuildOptionsValidate(t *testing.T) {
 		wantErr bool
 	}{
 		{mirror: ""},
-		{mirror: "http://deb.debian.org/debian"},
+		{mirror: "http://mirror.example/debian"},
 		{mirror: "https://mirror.example/debian/"},
 		{mirror: "file:///srv/mirror"},
 		{mirror: "http:///debian", wantErr: true},
-		{mirror: "deb.debian.org/debian", wantErr: true},
+		{mirror: "mirror.example/debian", wantErr: true},
 		{mirror: "ftp://example.org/debian", wantErr: true},
 	}
 	for _, tt := range tests {

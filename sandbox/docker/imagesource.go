@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/distribution/reference"
@@ -18,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/internal/confine"
 )
 
 // LabelSource is put on the images shiro builds from a project's
@@ -341,7 +343,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 	df := bs.ctx.extra
 	if df == nil {
 		var err error
-		if df, err = bs.ctx.root.ReadFile(bs.ctx.dockerfile); err != nil {
+		if df, err = readContextFile(bs.ctx.root, bs.ctx.dockerfile, maxDockerfile); err != nil {
 			return "", false, fmt.Errorf("read %s: %w", bs.source, err)
 		}
 	}
@@ -477,13 +479,17 @@ func (p place) join(name string) place {
 }
 
 // locator finds the files an image setting names. Files inside the
-// workspace are always read through an os.Root of it, so no symlink leads
-// out; files outside it only when the setting is trusted (the user's).
+// workspace are always read through an os.Root of it (confine.Tree), so no
+// symlink leads out and only regular files are read, never blocking on a
+// FIFO; files outside it only when the setting is trusted (the user's).
 type locator struct {
 	ws      string
 	root    *os.Root
 	trusted bool
 }
+
+// tree is the workspace as a confine.Tree.
+func (l *locator) tree() confine.Tree { return confine.Tree{Root: l.root, Name: "the workspace"} }
 
 func newLocator(ws string, trusted bool) (*locator, error) {
 	root, err := os.OpenRoot(ws)
@@ -522,11 +528,13 @@ func (l *locator) place(p, base string) (place, error) {
 	return place{abs: p}, nil
 }
 
-// findDevcontainer returns the workspace's devcontainer.json.
+// findDevcontainer returns the workspace's devcontainer.json: the first
+// that is there, whatever it is (a link out, a FIFO), so that reading it
+// says why it is refused rather than that there is none.
 func (l *locator) findDevcontainer() (string, error) {
 	for _, rel := range []string{".devcontainer/devcontainer.json", ".devcontainer.json"} {
-		if _, err := l.root.Stat(rel); err == nil {
-			return filepath.Join(l.ws, rel), nil
+		if _, err := l.root.Lstat(rel); err == nil || confine.IsEscape(l.root, err) {
+			return filepath.Join(l.ws, filepath.FromSlash(rel)), nil
 		}
 	}
 	return "", fmt.Errorf("image %q: the workspace has no .devcontainer/devcontainer.json or .devcontainer.json", DevcontainerWord)
@@ -544,14 +552,21 @@ func (l *locator) isDir(p place) bool {
 	return err == nil && fi.IsDir()
 }
 
-// readFile reads a regular file of at most max bytes.
+// readFile reads a regular file of at most max bytes. Inside the
+// workspace, a file that leads out or is not regular gives a
+// *confine.Refusal naming it.
 func (l *locator) readFile(p place, max int64) ([]byte, error) {
 	var f *os.File
 	var err error
 	if p.inside {
-		f, err = l.root.Open(p.rel)
+		f, err = l.tree().Open(p.rel)
+		if r, ok := confine.AsRefusal(err); ok {
+			r.Path = p.abs
+			return nil, r
+		}
 	} else {
-		f, err = os.Open(p.abs)
+		// Yours, but opened without blocking all the same.
+		f, err = os.OpenFile(p.abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p.abs, unwrapPathError(err))
@@ -562,7 +577,7 @@ func (l *locator) readFile(p place, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", p.abs, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read %s: not a regular file", p.abs)
+		return nil, fmt.Errorf("read %s: not a regular file (%s)", p.abs, confine.Kind(fi.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max))
 	if err != nil {
@@ -581,8 +596,12 @@ func (l *locator) opener(p place) func() (*os.Root, error) {
 		if p.inside {
 			var wr *os.Root
 			if wr, err = os.OpenRoot(ws); err == nil {
-				r, err = wr.OpenRoot(p.rel)
+				r, err = confine.Tree{Root: wr, Name: "the workspace"}.OpenRoot(p.rel)
 				wr.Close()
+			}
+			if rf, ok := confine.AsRefusal(err); ok {
+				rf.Path = "the build context " + p.abs
+				return nil, rf
 			}
 		} else {
 			r, err = os.OpenRoot(p.abs)
@@ -615,7 +634,7 @@ func (l *locator) dockerfileBuild(df, cdir place, args map[string]*string, targe
 	if inCtx != "" {
 		bc.dockerfile = inCtx
 	} else {
-		data, err := l.readFile(df, 4<<20)
+		data, err := l.readFile(df, maxDockerfile)
 		if err != nil {
 			root.Close()
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
@@ -33,13 +34,13 @@ func (e *Engine) List(ctx context.Context, ws string) ([]ContainerInfo, error) {
 	if ws != "" {
 		f = f.Add("label", LabelWorkspace+"="+ws)
 	}
-	res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	res, err := e.ctr.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, fmt.Errorf("list sandbox containers: %w", err)
 	}
 	out := make([]ContainerInfo, 0, len(res.Items))
 	for _, c := range res.Items {
-		if !ours(c.Labels) {
+		if len(c.Names) == 0 || !e.ownsContainer(c.ID, c.Names[0], c.Labels) {
 			continue
 		}
 		info := ContainerInfo{
@@ -58,7 +59,7 @@ func (e *Engine) List(ctx context.Context, ws string) ([]ContainerInfo, error) {
 		if _, err := os.Stat(info.Workspace); errors.Is(err, os.ErrNotExist) {
 			info.Orphaned = true
 		}
-		if st, err := e.api.ContainerStatPath(ctx, c.ID, client.ContainerStatPathOptions{Path: lastUsedPath}); err == nil {
+		if st, err := e.ctr.ContainerStatPath(ctx, c.ID, client.ContainerStatPathOptions{Path: lastUsedPath}); err == nil {
 			info.LastUsed = st.Stat.Mtime
 		}
 		out = append(out, info)
@@ -73,26 +74,67 @@ func (e *Engine) List(ctx context.Context, ws string) ([]ContainerInfo, error) {
 }
 
 // lastUsedPath is touched by the helper each time a session opens.
-const lastUsedPath = helperDir + "/last-used"
+const lastUsedPath = containerStateDir + "/last-used"
 
 // Stop stops the given containers (by id), giving each a few seconds.
 func (e *Engine) Stop(ctx context.Context, ids ...string) error {
 	var errs []error
 	timeout := 3
 	for _, id := range ids {
-		if _, err := e.api.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
+		if _, err := e.ctr.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("stop %s: %w", short(id), err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Remove force-removes the given containers (by id).
+// Remove force-removes the given containers (by id) with their volumes:
+// the shadow git directory, and HOME and the state volume unless another
+// container of the workspace still uses them. A new container starts with
+// a fresh HOME.
 func (e *Engine) Remove(ctx context.Context, ids ...string) error {
 	var errs []error
 	for _, id := range ids {
-		if _, err := e.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		var vols []string
+		if info, err := e.ctr.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil {
+			for _, m := range info.Container.Mounts {
+				if m.Type == mount.TypeVolume && m.Name != "" {
+					vols = append(vols, m.Name)
+				}
+			}
+		}
+		if _, err := e.ctr.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove %s: %w", short(id), err))
+			continue
+		}
+		e.reg.removeContainer(id)
+		errs = append(errs, e.removeVolumes(ctx, vols...))
+	}
+	return errors.Join(errs...)
+}
+
+// removeVolumes removes the named volumes that are shiro's for this user
+// and used by no container.
+func (e *Engine) removeVolumes(ctx context.Context, names ...string) error {
+	var errs []error
+	for _, name := range names {
+		list, err := e.ctr.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("name", name)})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list volumes: %w", err))
+			continue
+		}
+		for _, v := range list.Items {
+			if v.Name != name || !e.ownsVolume(v.Name, v.Labels) {
+				continue
+			}
+			_, err := e.ctr.VolumeRemove(ctx, name, client.VolumeRemoveOptions{})
+			switch {
+			case err == nil, cerrdefs.IsNotFound(err):
+				e.reg.removeVolume(name)
+			case cerrdefs.IsConflict(err), strings.Contains(err.Error(), "in use"):
+			default:
+				errs = append(errs, fmt.Errorf("remove volume %s: %w", name, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -105,68 +147,59 @@ type PruneReport struct {
 }
 
 // Prune removes stopped managed containers, running ones whose workspace is
-// gone, and home volumes no container uses whose workspace is gone.
+// gone, their volumes, and volumes no container uses whose workspace is
+// gone. Only what carries this user's owner label is touched.
 func (e *Engine) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	all, err := e.List(ctx, "")
 	if err != nil {
 		return PruneReport{}, err
 	}
 	var rep PruneReport
-	keepWorkspaces := map[string]bool{}
 	for _, c := range all {
 		if c.Orphaned || c.State != string(container.StateRunning) {
 			rep.Containers = append(rep.Containers, c)
+		}
+	}
+	vols, err := e.ctr.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("label", LabelManaged+"=true").Add("dangling", "true")})
+	if err != nil {
+		return rep, fmt.Errorf("list sandbox volumes: %w", err)
+	}
+	for _, v := range vols.Items {
+		ws := v.Labels[LabelWorkspace]
+		if !e.ownsVolume(v.Name, v.Labels) {
 			continue
 		}
-		keepWorkspaces[c.Workspace] = true
+		if _, err := os.Stat(ws); errors.Is(err, os.ErrNotExist) {
+			rep.Volumes = append(rep.Volumes, v.Name)
+		}
+	}
+	if dryRun {
+		return rep, nil
 	}
 	ids := make([]string, len(rep.Containers))
 	for i, c := range rep.Containers {
 		ids[i] = c.ID
 	}
-	vols, err := e.api.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("label", LabelManaged+"=true")})
-	if err != nil {
-		return rep, fmt.Errorf("list sandbox volumes: %w", err)
-	}
-	var volErrs []error
-	for _, v := range vols.Items {
-		ws := v.Labels[LabelWorkspace]
-		if _, err := os.Stat(ws); ws == "" || !errors.Is(err, os.ErrNotExist) || keepWorkspaces[ws] {
-			continue
-		}
-		rep.Volumes = append(rep.Volumes, v.Name)
-	}
-	if dryRun {
-		return rep, nil
-	}
-	if err := e.Remove(ctx, ids...); err != nil {
-		return rep, err
-	}
-	for _, name := range rep.Volumes {
-		if _, err := e.api.VolumeRemove(ctx, name, client.VolumeRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
-			volErrs = append(volErrs, fmt.Errorf("remove volume %s: %w", name, err))
-		}
-	}
-	return rep, errors.Join(volErrs...)
+	return rep, errors.Join(e.Remove(ctx, ids...), e.removeVolumes(ctx, rep.Volumes...))
 }
 
 // sweep is the start-up reconciliation: stopped managed containers whose
-// workspace no longer exists are removed. Failures are ignored; prune
-// reports them.
+// workspace no longer exists are removed, with their volumes. Failures
+// are ignored; prune reports them.
 func (e *Engine) sweep(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	f := client.Filters{}.Add("label", LabelManaged+"=true").Add("status", "exited", "created", "dead")
-	res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	res, err := e.ctr.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return
 	}
 	for _, c := range res.Items {
-		if !ours(c.Labels) {
+		if len(c.Names) == 0 || !e.ownsContainer(c.ID, c.Names[0], c.Labels) {
 			continue
 		}
 		if _, err := os.Stat(c.Labels[LabelWorkspace]); errors.Is(err, os.ErrNotExist) {
-			_, _ = e.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+			_ = e.Remove(ctx, c.ID)
 		}
 	}
 }

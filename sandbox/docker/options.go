@@ -15,7 +15,7 @@ import (
 	"github.com/shiroagent/shiro/sandbox"
 )
 
-// Labels put on everything shiro creates.
+// Labels put on everything shiro creates (and LabelOwner, owner.go).
 const (
 	LabelManaged   = "dev.shiro.managed"
 	LabelWorkspace = "dev.shiro.workspace"
@@ -36,12 +36,6 @@ const (
 	DefaultCPUs        = sandbox.DefaultCPUs
 	DefaultIdleTimeout = 30 * time.Minute
 	DefaultNetwork     = "bridge"
-)
-
-// Paths inside the container.
-const (
-	helperDir = "/.shiro"
-	homeDir   = "/home/shiro"
 )
 
 // Options choose the container for one workspace.
@@ -73,6 +67,13 @@ type Options struct {
 	Version string
 	// Progress receives human-readable lines while the sandbox starts.
 	Progress io.Writer
+	// Notices receives what the git boundary did outside a command (when
+	// the session opens or closes); nil writes them to Progress.
+	Notices func(string)
+	// NoMount lists host directories never to be mounted into the sandbox
+	// (default: the user's home): a repository whose worktree starts
+	// above the workspace is mounted read-only only if it holds none.
+	NoMount []string
 }
 
 // withDefaults fills unset fields.
@@ -104,6 +105,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if o.Notices == nil {
+		progress := o.Progress
+		o.Notices = func(s string) { fmt.Fprintf(progress, "[notice] %s\n", s) }
+	}
+	if o.NoMount == nil {
+		if home, err := os.UserHomeDir(); err == nil {
+			o.NoMount = []string{home}
+		}
 	}
 	return o, o.Validate()
 }
@@ -143,9 +153,10 @@ func (o Options) Validate() error {
 // Its hash names the container: a change means a new container.
 type containerSpec struct {
 	Workspace   string
+	WorkspaceID string // the directory's identity (workspaceID)
 	Image       string
 	ImageID     string
-	Protected   []string
+	Mounts      []string // target:source:ro of every mount beyond the defaults
 	Memory      int64
 	CPUs        float64
 	Pids        int64
@@ -154,14 +165,23 @@ type containerSpec struct {
 	UID, GID    int
 }
 
-// hash is versioned: v2 containers carry the profile.d PATH script.
+// specVersion changes when what a container holds changes shape: v3 has
+// the root-owned helper, the state and shadow volumes and the git
+// boundary's mounts.
+const specVersion = "v3"
+
 func (s containerSpec) hash() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "v2\x00%s\x00%s\x00%s\x00%q\x00%d\x00%g\x00%d\x00%s\x00%d\x00%d:%d",
-		s.Workspace, s.Image, s.ImageID, s.Protected, s.Memory, s.CPUs, s.Pids,
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%q\x00%d\x00%g\x00%d\x00%s\x00%d\x00%d:%d",
+		specVersion, s.Workspace, s.WorkspaceID, s.Image, s.ImageID, s.Mounts, s.Memory, s.CPUs, s.Pids,
 		s.Network, s.IdleTimeout, s.UID, s.GID)
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
+
+// tmpSize is the /tmp tmpfs's limit: a quarter of the memory limit, so
+// that filling it ends in "no space left" and never in the memory limit's
+// kill of whatever process is largest.
+func (s containerSpec) tmpSize() int64 { return s.Memory / 4 }
 
 // workspaceKey is a short stable hash of the workspace path.
 func workspaceKey(ws string) string {
@@ -185,23 +205,11 @@ func (s containerSpec) containerName() string {
 	return fmt.Sprintf("shiro-%s-%s-%s", base, workspaceKey(s.Workspace), s.hash())
 }
 
-// homeVolume keeps the user's HOME (caches, shell history) per workspace.
-func homeVolume(ws string) string { return "shiro-home-" + workspaceKey(ws) }
-
-// protectedPaths lists the paths under the workspace that later run code on
-// the host when the user runs git, so they are mounted read-only.
-func protectedPaths(ws string) []string {
-	var out []string
-	if fi, err := os.Stat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
-		// A repository without a hooks directory would let the sandbox
-		// create one; make it so it can be mounted read-only.
-		_ = os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755)
-	}
-	for _, rel := range []string{".git/hooks", ".git/config"} {
-		p := filepath.Join(ws, rel)
-		if _, err := os.Lstat(p); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
+// Volumes: HOME (caches, shell history) and the state volume belong to a
+// workspace directory (a new directory at the same path gets new ones);
+// the shadow git directory belongs to one container.
+func homeVolume(ws, wsID string) string  { return "shiro-home-" + workspaceVolumeKey(ws, wsID) }
+func stateVolume(ws, wsID string) string { return "shiro-state-" + workspaceVolumeKey(ws, wsID) }
+func shadowVolume(containerName string) string {
+	return containerName + "-git"
 }

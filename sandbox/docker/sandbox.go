@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/gitshadow"
 	"github.com/shiroagent/shiro/sandbox/helper"
 )
 
@@ -23,12 +24,20 @@ type Sandbox struct {
 	helper helperFile
 	base   string // session id prefix
 	logs   io.Writer
+	wsID   string
+	git    *boundary
 
 	mu     sync.Mutex
 	c      ctr
 	ch     *channel
 	seq    int
 	closed bool
+	// pending holds what the background sweep did, for the next Run's
+	// notices.
+	pending []string
+
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
 }
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
@@ -46,29 +55,94 @@ func (e *Engine) Open(ctx context.Context, opts Options) (*Sandbox, error) {
 	if opts.UserName == "" {
 		opts.UserName = hostUserName()
 	}
-	var id [6]byte
-	_, _ = rand.Read(id[:])
-	s := &Sandbox{e: e, opts: opts, helper: h, base: hex.EncodeToString(id[:]), logs: io.Discard}
-	e.sweep(ctx)
-	if err := s.connect(ctx); err != nil {
+	wsID, err := workspaceID(opts.Workspace)
+	if err != nil {
 		return nil, err
 	}
+	git, pending, err := newBoundary(opts.Workspace, e.stateDir, opts.NoMount)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range git.plan.Notices {
+		opts.Notices(n)
+	}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	s := &Sandbox{e: e, opts: opts, helper: h, base: hex.EncodeToString(id[:]), logs: io.Discard, wsID: wsID, git: git}
+	e.sweep(ctx)
+	s.mu.Lock()
+	err = s.connect(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		git.close()
+		return nil, err
+	}
+	git.journal.open()
+	// Repositories the sandbox made in a session that ended without its
+	// final scan (shiro was killed) are moved now.
+	for _, n := range git.neutralize(ctx, s.rawRunner(), pending) {
+		opts.Notices(n)
+	}
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopWatch, s.watchDone = stop, make(chan struct{})
+	go s.watch(wctx)
 	return s, nil
 }
 
-// connect (re)creates the container if needed and opens a fresh channel.
-// Callers hold s.mu.
+// watchInterval is the shortest pause between background sweeps; a sweep
+// that takes long stretches it (to twenty times its duration).
+const watchInterval = 250 * time.Millisecond
+
+// watch sweeps the workspace while the session is open, so that a
+// repository a background process makes is out of the host's reach within
+// seconds rather than at the next command. It stops when ctx ends.
+func (s *Sandbox) watch(ctx context.Context) {
+	defer close(s.watchDone)
+	t := time.NewTimer(watchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		if n := s.git.sweep(ctx, s.rawRunner()); len(n) > 0 {
+			s.mu.Lock()
+			s.pending = append(s.pending, n...)
+			s.mu.Unlock()
+		}
+		t.Reset(max(watchInterval, 20*time.Since(start)))
+	}
+}
+
+// takePending returns and clears the background sweep's notices.
+func (s *Sandbox) takePending() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.pending
+	s.pending = nil
+	return n
+}
+
+// connect (re)creates the container if needed, opens a fresh channel and
+// fills the shadow git directory. Callers hold s.mu.
 func (s *Sandbox) connect(ctx context.Context) error {
-	c, err := s.e.ensureContainer(ctx, s.opts, s.helper)
+	c, err := s.e.ensureContainer(ctx, s.opts, s.helper, s.git.plan, s.wsID)
 	if err != nil {
 		return err
 	}
 	s.seq++
-	ch, err := s.e.openChannel(ctx, c, s.helper, s.opts, s.session(), s.logs)
+	ch, err := s.e.openChannel(ctx, c, s.helper, s.opts, s.session(), s.logs, s.git.serveArgs())
 	if err != nil {
 		return err
 	}
 	s.c, s.ch = c, ch
+	if err := s.git.connected(ctx, clientRunner{ch.client}, s.helper.helperPath()); err != nil {
+		_ = ch.close()
+		s.ch = nil
+		return fmt.Errorf("set up the sandbox's view of the repository: %w", err)
+	}
 	return nil
 }
 
@@ -95,7 +169,28 @@ func (s *Sandbox) channel(ctx context.Context) (*channel, error) {
 	return s.ch, nil
 }
 
-// Run implements sandbox.Sandbox.
+// clientRunner runs a command on a channel without the git boundary's
+// work around it (the boundary's own commands).
+type clientRunner struct{ c *helper.Client }
+
+func (r clientRunner) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	return r.c.Run(ctx, cmd)
+}
+
+// rawRunner runs on the current channel, if any, without the boundary.
+func (s *Sandbox) rawRunner() gitshadow.Runner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		return nil
+	}
+	return clientRunner{s.ch.client}
+}
+
+// Run implements sandbox.Sandbox. Around the command, the git boundary
+// brings the host's git changes into the sandbox, and afterwards moves
+// repositories the command made out of the host's reach and imports its
+// git changes; what it did is in Result.Notices.
 func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
 	if err := cmd.Validate(); err != nil {
 		return sandbox.Result{}, err
@@ -104,16 +199,19 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result,
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	notices := append(s.takePending(), s.git.before(ctx, ch.client)...)
 	res, err := ch.client.Run(ctx, cmd)
 	if errors.Is(err, helper.ErrKillTimeout) {
 		// The helper did not confirm the kill in time: kill the session's
 		// processes through a fresh exec, and drop the channel.
 		s.forceKill(ctx, ch)
+		res.Notices = append(notices, s.git.after(ctx, nil, ch.client)...)
 		return res, ctx.Err()
 	}
 	if errors.Is(err, helper.ErrChannelClosed) && ctx.Err() == nil {
 		return res, fmt.Errorf("the sandbox container %s stopped or was removed while the command ran: %w", s.c.name, err)
 	}
+	res.Notices = append(append(notices, s.git.after(ctx, clientRunner{ch.client}, ch.client)...), s.takePending()...)
 	return res, err
 }
 
@@ -129,34 +227,59 @@ func (s *Sandbox) forceKill(ctx context.Context, ch *channel) {
 	}
 	s.mu.Unlock()
 	if err := s.e.execKill(ctx, c, s.helper, s.opts, session); err != nil {
-		_, _ = s.e.api.ContainerRestart(ctx, c.id, client.ContainerRestartOptions{})
+		_, _ = s.e.ctr.ContainerRestart(ctx, c.id, client.ContainerRestartOptions{})
 	}
 	_ = ch.close()
 }
 
 // execKill runs `helper kill --session` in a fresh exec and waits for it.
 func (e *Engine) execKill(ctx context.Context, c ctr, h helperFile, opts Options, session string) error {
-	ex, err := e.api.ExecCreate(ctx, c.id, client.ExecCreateOptions{
-		User: fmt.Sprintf("%d:%d", opts.UID, opts.GID),
-		Cmd:  []string{h.helperPath(), "helper", "kill", "--session", session},
+	code, err := e.execRun(ctx, c, opts, []string{h.helperPath(), "helper", "kill", "--session", session})
+	if err == nil && code != 0 {
+		err = fmt.Errorf("kill exec exited %d", code)
+	}
+	return err
+}
+
+// execRun runs argv as the command user in a fresh exec of its own (no
+// channel), discards its output and returns its exit code.
+func (e *Engine) execRun(ctx context.Context, c ctr, opts Options, argv []string) (int, error) {
+	ex, err := e.ctr.ExecCreate(ctx, c.id, client.ExecCreateOptions{
+		User:         fmt.Sprintf("%d:%d", opts.UID, opts.GID),
+		AttachStdout: true,
+		AttachStderr: true,
+		Cmd:          argv,
 	})
 	if err != nil {
-		return fmt.Errorf("create kill exec: %w", err)
+		return 0, fmt.Errorf("create exec: %w", err)
 	}
-	att, err := e.api.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	att, err := e.ctr.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return fmt.Errorf("start kill exec: %w", err)
+		return 0, fmt.Errorf("start exec: %w", err)
 	}
 	defer att.Close()
 	_, _ = io.Copy(io.Discard, att.Reader)
-	in, err := e.api.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+	in, err := e.ctr.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
 	if err != nil {
-		return fmt.Errorf("inspect kill exec: %w", err)
+		return 0, fmt.Errorf("inspect exec: %w", err)
 	}
-	if in.ExitCode != 0 {
-		return fmt.Errorf("kill exec exited %d", in.ExitCode)
+	return in.ExitCode, nil
+}
+
+// execRunner runs the boundary's commands in fresh execs once the session's
+// channel is gone.
+type execRunner struct {
+	e    *Engine
+	c    ctr
+	opts Options
+}
+
+func (r execRunner) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	if len(cmd.Args) == 0 || cmd.Stdin != nil {
+		return sandbox.Result{}, errors.New("exec runner: argv only, without stdin")
 	}
-	return nil
+	code, err := r.e.execRun(ctx, r.c, r.opts, cmd.Args)
+	return sandbox.Result{ExitCode: code}, err
 }
 
 // Info implements sandbox.Sandbox.
@@ -174,18 +297,41 @@ func (s *Sandbox) ContainerID() string {
 }
 
 // Close implements sandbox.Sandbox: the helper kills every process this
-// session started. The container stays for the next session.
+// session started, then a last scan moves any repository the session made
+// in the workspace out of the host's reach. The container stays for the
+// next session.
 func (s *Sandbox) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil
 	}
 	s.closed = true
-	if s.ch == nil {
-		return nil
+	stop, done := s.stopWatch, s.watchDone
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
 	}
-	err := s.ch.close()
-	s.ch = nil
+	s.mu.Lock()
+	var err error
+	if s.ch != nil {
+		err = s.ch.close()
+		s.ch = nil
+	}
+	c := s.c
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+	defer cancel()
+	var keep gitshadow.Runner
+	if c.id != "" {
+		keep = execRunner{e: s.e, c: c, opts: s.opts}
+	}
+	for _, n := range append(s.takePending(), s.git.sweep(ctx, keep)...) {
+		s.opts.Notices(n)
+	}
+	s.git.journal.close()
+	s.git.close()
 	return err
 }

@@ -76,6 +76,7 @@ type Client struct {
 	enc   *json.Encoder
 
 	nextID atomic.Uint64
+	state  atomic.Pointer[string]
 
 	mu     sync.Mutex
 	calls  map[uint64]*call
@@ -118,6 +119,16 @@ func NewClient(r io.Reader, w io.WriteCloser, opts ...ClientOption) *Client {
 	return c
 }
 
+// State is the last state the helper reported (ServeOptions.State), "" if
+// none yet. A Run that returned has seen every state reported before its
+// exit.
+func (c *Client) State() string {
+	if p := c.state.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
 // Done is closed when the Client stops reading: the channel broke or was
 // closed.
 func (c *Client) Done() <-chan struct{} { return c.done }
@@ -138,6 +149,10 @@ func (c *Client) read() {
 }
 
 func (c *Client) dispatch(m Message) {
+	if m.Type == TypeState {
+		c.state.Store(&m.State)
+		return
+	}
 	c.mu.Lock()
 	cl := c.calls[m.ID]
 	if cl != nil && (m.Type == TypeExit || m.Type == TypeError) {

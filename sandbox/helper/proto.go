@@ -20,6 +20,9 @@ import (
 //	               exit    {id, result} or {id, error, code} when it never started
 //	               error   {id, error}           a request the helper refused
 //	               log     {error}               diagnostics, id 0
+//	               state   {state}               id 0: the session's watched state changed
+//	                                             (sent before the exit of the command after
+//	                                             which it was seen)
 //
 // For one id, started comes before any out, and nothing comes after exit. Closing the host→helper stream
 // ends the session: the helper kills every process the session started.
@@ -32,6 +35,7 @@ const (
 	TypeExit    = "exit"
 	TypeError   = "error"
 	TypeLog     = "log"
+	TypeState   = "state"
 )
 
 // Streams of an out message.
@@ -69,6 +73,9 @@ type Message struct {
 	// started
 	Marker string `json:"marker,omitempty"`
 	Pid    int    `json:"pid,omitempty"`
+
+	// state
+	State string `json:"state,omitempty"`
 
 	// exit, error, log
 	Result *sandbox.Result `json:"result,omitempty"`

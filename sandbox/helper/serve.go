@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sync"
 	"time"
 
@@ -26,6 +27,11 @@ type ServeOptions struct {
 	PipeGrace time.Duration
 	// Log, when set, receives diagnostics about protocol problems.
 	Log io.Writer
+	// State, when set, is called after every command; when its value
+	// differs from the last one sent, a state message goes out before the
+	// command's exit (the host's git boundary watches the shadow's
+	// fingerprint this way).
+	State func() string
 }
 
 // Serve answers the requests read from r, writing replies to w, until r ends
@@ -47,7 +53,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	s := &server{runner: runner, enc: json.NewEncoder(w), log: opts.Log, cmds: make(map[uint64]*serverCmd)}
+	s := &server{runner: runner, enc: json.NewEncoder(w), log: opts.Log, cmds: make(map[uint64]*serverCmd), state: opts.State}
 
 	msgs := make(chan Message)
 	readErr := make(chan error, 1)
@@ -99,6 +105,26 @@ type server struct {
 	mu   sync.Mutex
 	cmds map[uint64]*serverCmd
 	wg   sync.WaitGroup
+
+	state     func() string
+	stateMu   sync.Mutex
+	lastState string
+}
+
+// reportState sends the state when it changed since the last report.
+func (s *server) reportState() {
+	if s.state == nil {
+		return
+	}
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	st := s.state()
+	if st == s.lastState {
+		return
+	}
+	if s.send(Message{Type: TypeState, State: st}) == nil {
+		s.lastState = st
+	}
 }
 
 type serverCmd struct {
@@ -193,10 +219,11 @@ func (s *server) run(ctx context.Context, id uint64, sc *serverCmd, cmd sandbox.
 	delete(s.cmds, id)
 	s.mu.Unlock()
 
+	s.reportState()
 	exit := Message{ID: id, Type: TypeExit, Result: &res}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		exit.Error, exit.Code = err.Error(), errorCode(err)
-		if res == (sandbox.Result{}) {
+		if reflect.DeepEqual(res, sandbox.Result{}) {
 			exit.Result = nil // never started
 		}
 	}

@@ -50,8 +50,16 @@ func NewCmdDoctor(f *Factory, sf *SandboxFlags, runF func(*DoctorOptions) error)
   image       present, and what it was built from (a project Dockerfile or
               devcontainer.json is built if it changed; nothing is pulled)
   tools       bash, rg and git in the image
-  workspace   a file written in the sandbox belongs to you; .git/hooks and
-              .git/config are read-only in it
+  workspace   a file written in the sandbox belongs to you
+  container   the sandbox container is what shiro makes: your user, no
+              capabilities, no-new-privileges, limits, /tmp limited
+  helper      the in-sandbox helper is read-only and not yours to replace
+  git         the sandbox works on its own copy of .git (nothing it writes
+              there reaches your repository) and cannot rename it away
+  others      no other container (an older shiro's, someone's docker run)
+              can write the workspace
+  repositories  no repository in the workspace that git on your machine
+              would take from the sandbox
   sandbox     network and limits
   provider    an API key is set; the endpoint answers GET /models
   mcp         each configured MCP server starts (the project's in the
@@ -201,7 +209,15 @@ func (d *doctor) checkSandbox(ctx context.Context, sc orchestrator.SandboxConfig
 	}
 	defer sb.Close()
 	d.checkTools(ctx, sb)
-	d.checkWorkspace(ctx, sb, sc.Workspace)
+	if d.checkWorkspace(ctx, sb, sc.Workspace) {
+		for _, p := range sb.Protections(ctx) {
+			if p.OK {
+				d.ok(p.Name, "%s", p.Detail)
+			} else {
+				d.fail(p.Name, p.Detail, p.Fix)
+			}
+		}
+	}
 	d.ok("sandbox", "network %s, memory %s, %g CPUs, %d processes", orDefault(sc.Network, docker.DefaultNetwork),
 		formatBytes(orDefaultInt(sc.Memory, docker.DefaultMemory)), orDefaultFloat(sc.CPUs, docker.DefaultCPUs), orDefaultInt(sc.Pids, docker.DefaultPids))
 }
@@ -295,8 +311,9 @@ func (d *doctor) checkTools(ctx context.Context, sb sandbox.Sandbox) {
 }
 
 // checkWorkspace writes a file from the sandbox and looks at its owner on
-// this side, then tries to write the protected paths.
-func (d *doctor) checkWorkspace(ctx context.Context, sb sandbox.Sandbox, ws string) {
+// this side. It reports whether the sandbox works well enough for the
+// protections to be checked.
+func (d *doctor) checkWorkspace(ctx context.Context, sb sandbox.Sandbox, ws string) bool {
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
 	name := ".shiro-doctor-" + hex.EncodeToString(suffix[:])
@@ -305,62 +322,32 @@ func (d *doctor) checkWorkspace(ctx context.Context, sb sandbox.Sandbox, ws stri
 	res, err := sb.Run(ctx, sandbox.Command{Shell: ": > " + name, Timeout: 30 * time.Second})
 	if errors.Is(err, sandbox.ErrNoShell) {
 		d.fail("workspace", "not checked: the image has no shell", "use an image with sh or bash")
-		return
+		return false
 	}
 	if err != nil || res.ExitCode != 0 {
 		d.fail("workspace", fmt.Sprintf("the sandbox cannot write the workspace (exit %d, %v)", res.ExitCode, err),
 			"check the workspace's permissions; on SELinux hosts the engine may need the directory labelled (chcon -t container_file_t)")
-		return
+		return false
 	}
 	fi, err := os.Lstat(probe)
 	if err != nil {
 		d.fail("workspace", "a file written in the sandbox is not in the workspace: "+err.Error(),
 			"the engine cannot bind-mount this directory (a remote engine, or Docker Desktop without file sharing for it)")
-		return
+		return false
 	}
 	uid, gid, known := fileOwner(fi)
 	me, myGID := os.Getuid(), os.Getgid()
 	if known && (uid != me || gid != myGID) {
 		d.fail("workspace", fmt.Sprintf("a file written in the sandbox belongs to %d:%d, not to you (%d:%d)", uid, gid, me, myGID),
 			"rootless and user-namespace-remapped engines map the sandbox's ids to other ids on this machine; use a rootful engine (or Docker Desktop)")
-		return
+		return true
 	}
-	owner := fmt.Sprintf("files written in the sandbox belong to you (%d:%d)", me, myGID)
 	if !known {
-		owner = "the sandbox can write the workspace"
+		d.ok("workspace", "the sandbox can write the workspace")
+		return true
 	}
-
-	gitDir := filepath.Join(ws, ".git")
-	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
-		d.ok("workspace", "%s; not a git repository, so no protected paths", owner)
-		return
-	}
-	hook := ".git/hooks/" + name
-	defer os.Remove(filepath.Join(ws, hook))
-	var writable []string
-	checks := []struct{ path, shell string }{
-		{".git/hooks", ": > " + hook},
-		{".git/config", ": >> .git/config"},
-	}
-	for _, c := range checks {
-		if _, err := os.Lstat(filepath.Join(ws, c.path)); err != nil {
-			continue
-		}
-		res, err := sb.Run(ctx, sandbox.Command{Shell: c.shell + " 2>/dev/null", Timeout: 30 * time.Second})
-		if err != nil {
-			d.fail("workspace", "checking "+c.path+" failed: "+err.Error(), "")
-			return
-		}
-		if res.ExitCode == 0 {
-			writable = append(writable, c.path)
-		}
-	}
-	if len(writable) > 0 {
-		d.fail("workspace", strings.Join(writable, " and ")+" can be written from the sandbox",
-			"remove the sandbox container (`shiro sandbox rm`) so the next one mounts them read-only")
-		return
-	}
-	d.ok("workspace", "%s; .git/hooks and .git/config are read-only in the sandbox", owner)
+	d.ok("workspace", "files written in the sandbox belong to you (%d:%d)", me, myGID)
+	return true
 }
 
 // checkProvider checks the API key and asks the endpoint for its models.

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/shiroagent/shiro/sandbox/gitshadow"
 	"github.com/shiroagent/shiro/sandbox/helper"
 )
 
@@ -19,7 +21,7 @@ func NewCmdHelper(f *Factory) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 	}
-	cmd.AddCommand(newCmdHelperInit(f), newCmdHelperServe(f), newCmdHelperKill())
+	cmd.AddCommand(newCmdHelperInit(f), newCmdHelperServe(f), newCmdHelperKill(), newCmdHelperGit(f))
 	return cmd
 }
 
@@ -39,28 +41,52 @@ func newCmdHelperInit(f *Factory) *cobra.Command {
 }
 
 func newCmdHelperServe(f *Factory) *cobra.Command {
-	var session string
+	var session, gitRoot, gitLayout string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve one session's command channel on stdin/stdout",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			touchLastUsed()
-			return helper.Serve(cmd.Context(), f.In, f.Out, helper.ServeOptions{SessionID: session, Env: os.Environ()})
+			opts := helper.ServeOptions{SessionID: session, Env: os.Environ()}
+			if gitRoot != "" {
+				var l gitshadow.Layout
+				if err := json.Unmarshal([]byte(gitLayout), &l); err != nil {
+					return usagef("--git-layout: %v", err)
+				}
+				opts.State = func() string { return gitshadow.Fingerprint(gitRoot, l) }
+			}
+			return helper.Serve(cmd.Context(), f.In, f.Out, opts)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session id (prefix of every command's marker)")
+	cmd.Flags().StringVar(&gitRoot, "git-root", "", "the shadow git directory whose state to report after each command")
+	cmd.Flags().StringVar(&gitLayout, "git-layout", "", "the shadow's layout (JSON)")
 	_ = cmd.MarkFlagRequired("session")
 	return cmd
 }
 
-// touchLastUsed records when a session last opened, for `sandbox ls`.
+// newCmdHelperGit runs the shadow git directory's side of the git
+// boundary (export, import, keep).
+func newCmdHelperGit(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:                "git",
+		Short:              "Export, import or keep the sandbox's git state (internal)",
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return gitshadow.HelperMain(args, f.In, f.Out)
+		},
+	}
+}
+
+// touchLastUsed records when a session last opened, for `sandbox ls`, in
+// the state directory beside the (read-only) helper's.
 func touchLastUsed() {
 	exe, err := os.Executable()
 	if err != nil {
 		return
 	}
-	p := filepath.Join(filepath.Dir(filepath.Dir(exe)), "last-used")
+	p := filepath.Join(filepath.Dir(filepath.Dir(exe)), "state", "last-used")
 	now := time.Now()
 	if err := os.Chtimes(p, now, now); err != nil {
 		if f, err := os.Create(p); err == nil {

@@ -36,29 +36,29 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if rec.ID == "" {
 		rec = store.NewRecord(ws, cfg.Provider, cfg.Model)
 	}
-	var instructions []string
+	// Loaded once: the header and /context show what the prompt holds.
+	var instructions orchestrator.InstructionSet
 	if !opts.NoInstructions {
-		for _, in := range orchestrator.LoadInstructions(ws) {
-			instructions = append(instructions, in.Path)
-		}
+		instructions = orchestrator.LoadInstructions(ws)
 	}
 	image := cfg.Sandbox.Image
 	if image == "" {
 		image = images.Tag()
 	}
 	app, err := tui.New(tui.Options{
-		Version:      f.Version,
-		Workspace:    ws,
-		Paths:        paths,
-		Config:       cfg,
-		Configured:   !(cfg.APIKeyRequired() && cfg.APIKey == ""),
-		Store:        st,
-		Record:       rec,
-		SandboxImage: image,
-		Instructions: instructions,
-		Prompt:       opts.Prompt,
-		Input:        f.In,
-		Output:       f.Out,
+		Version:             f.Version,
+		Workspace:           ws,
+		Paths:               paths,
+		Config:              cfg,
+		Configured:          !(cfg.APIKeyRequired() && cfg.APIKey == ""),
+		Store:               st,
+		Record:              rec,
+		SandboxImage:        image,
+		Instructions:        instructions.Names(),
+		InstructionsRefused: instructions.Notices,
+		Prompt:              opts.Prompt,
+		Input:               f.In,
+		Output:              f.Out,
 	})
 	if err != nil {
 		return err
@@ -75,6 +75,7 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
 	so.Sandbox.Progress = app.Progress()
 	so.Interactive, so.Approver, so.OnChange = true, app.Approver(), app.OnChange
+	so.Instructions = &instructions
 	so.OnNotice = app.Notice // MCP servers that fail to start, as they do
 	so.Asker, so.OnTodos, so.OnSubagent = app.Asker(), app.OnTodos, app.OnSubagent
 	sess, err := orchestrator.NewSession(so)

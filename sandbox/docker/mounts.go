@@ -1,0 +1,149 @@
+package docker
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/moby/moby/api/types/mount"
+	"golang.org/x/sys/unix"
+
+	"github.com/shiroagent/shiro/sandbox/gitshadow"
+)
+
+// Paths inside the container. /.shiro and /.shiro/bin belong to root: the
+// command user can neither replace the helper nor add to them.
+const (
+	helperDir = "/.shiro"
+	homeDir   = "/home/shiro"
+	// stateDir is a per-workspace volume the command user owns: the
+	// helper's last-used mark and the git items moved out of the
+	// workspace (stateDir/git/<id>).
+	containerStateDir = helperDir + "/state"
+	// gitStore is where a HEAD, gitfile or .git symlink found in the
+	// workspace is moved; a symlink to it is dangling on the host.
+	gitStore = containerStateDir + "/git"
+	// hostGitMount is the host's git directory, read-only: the shadow's
+	// alternates point into it.
+	hostGitMount = helperDir + "/host"
+	// shadowSetupMount is the shadow volume's second mount point, in the
+	// container's own filesystem, where its ownership can be set.
+	shadowSetupMount = helperDir + "/shadow"
+)
+
+// workspaceID names a workspace directory as an object, not only a path: a
+// repository removed and made again at the same path is a new directory
+// (another inode, another birth time) and gets a fresh HOME.
+func workspaceID(ws string) (string, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, ws, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &stx); err != nil {
+		return "", fmt.Errorf("stat the workspace %s: %w", ws, err)
+	}
+	id := fmt.Sprintf("%d:%d:%d", unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino, stx.Btime.Sec)
+	if stx.Mask&unix.STATX_BTIME != 0 {
+		id += fmt.Sprintf(".%d", stx.Btime.Nsec)
+	}
+	return id, nil
+}
+
+// workspaceVolumeKey keys the volumes of one workspace directory.
+func workspaceVolumeKey(ws, id string) string {
+	sum := sha256.Sum256([]byte(ws + "\x00" + id))
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// gitPlan is what the workspace's repositories need from the container.
+type gitPlan struct {
+	// Repo is the workspace's repository (nil when there is none, or when
+	// its worktree holds the user's home and is not mounted).
+	Repo *gitshadow.Repo
+	// MountTop is set when the repository's worktree starts above the
+	// workspace: it is mounted read-only.
+	MountTop bool
+	// ReadOnly lists paths in the workspace that are mounted read-only
+	// over themselves: the repository's gitfile, submodule gitfiles and the
+	// git directories of repositories the user keeps inside the workspace.
+	ReadOnly []string
+	// Notices explain what was left out.
+	Notices []string
+}
+
+// mounts lists the container's mounts for a workspace and its plan.
+func (p gitPlan) mounts(ws, homeVol, stateVol, shadowVol string, labels func(vol string) map[string]string) []mount.Mount {
+	vol := func(name, target string) mount.Mount {
+		return mount.Mount{Type: mount.TypeVolume, Source: name, Target: target,
+			VolumeOptions: &mount.VolumeOptions{Labels: labels(name)}}
+	}
+	out := []mount.Mount{
+		{Type: mount.TypeBind, Source: ws, Target: ws},
+		vol(homeVol, homeDir),
+		vol(stateVol, containerStateDir),
+	}
+	if p.Repo != nil {
+		if p.MountTop {
+			out = append(out, mount.Mount{Type: mount.TypeBind, Source: p.Repo.Top, Target: p.Repo.Top, ReadOnly: true})
+		}
+		out = append(out,
+			vol(shadowVol, p.Repo.CommonDir),
+			vol(shadowVol, shadowSetupMount),
+			mount.Mount{Type: mount.TypeBind, Source: p.Repo.CommonDir, Target: hostGitMount, ReadOnly: true},
+		)
+	}
+	for _, ro := range p.ReadOnly {
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: ro, Target: ro, ReadOnly: true})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out
+}
+
+// planGit finds the workspace's repository and the repositories the user
+// keeps inside it. found are the scanner's findings when the session opens
+// (relative to ws); the ones the user made are protected by read-only
+// mounts, the rest (sandbox-made, returned) are moved out of reach.
+// noMount lists directories that must never be mounted into the sandbox
+// (the user's home, shiro's own configuration): a repository whose
+// worktree contains one is not mounted.
+func planGit(ws string, found []gitshadow.Finding, noMount []string) (gitPlan, error) {
+	var p gitPlan
+	repo, err := gitshadow.Discover(ws)
+	if err != nil {
+		return p, err
+	}
+	if repo != nil && repo.Top != ws {
+		for _, n := range noMount {
+			if n != "" && (n == repo.Top || strings.HasPrefix(n+"/", repo.Top+"/")) {
+				p.Notices = append(p.Notices, fmt.Sprintf("the workspace is inside the git repository at %s, which holds %s; shiro does not mount it into the sandbox, so git in the sandbox sees no repository here", repo.Top, n))
+				repo = nil
+				break
+			}
+		}
+	}
+	p.Repo = repo
+	if repo != nil {
+		p.MountTop = repo.Top != ws
+		if repo.Gitfile && repo.Top == ws {
+			p.ReadOnly = append(p.ReadOnly, repo.DotGit)
+		}
+	}
+	for _, f := range found {
+		abs := filepath.Join(ws, filepath.FromSlash(f.Path))
+		switch f.Kind {
+		case "HEAD": // a git directory: protect it whole
+			dir := filepath.Dir(abs)
+			if repo != nil && dir == repo.CommonDir {
+				continue
+			}
+			p.ReadOnly = append(p.ReadOnly, dir)
+		case "gitfile":
+			if repo != nil && abs == repo.DotGit {
+				continue
+			}
+			p.ReadOnly = append(p.ReadOnly, abs)
+		}
+	}
+	sort.Strings(p.ReadOnly)
+	return p, nil
+}

@@ -1,0 +1,12 @@
+//go:build !linux && !darwin
+
+package gitshadow
+
+import (
+	"io/fs"
+	"time"
+)
+
+// fileID has neither an inode nor a change time to give here: it returns
+// the current time, so that every scan re-reads every directory.
+func fileID(fs.FileInfo) (uint64, int64) { return 0, time.Now().UnixNano() }

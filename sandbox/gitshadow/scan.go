@@ -1,0 +1,344 @@
+package gitshadow
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// A process in the sandbox can make a git repository anywhere in the
+// workspace (git init, a clone, a hand-made gitfile or bare directory),
+// and git on the host would then read that repository's configuration and
+// hooks as soon as the user runs it there. No mount can stop a directory
+// from being made, so the Scanner looks after every command for what git
+// takes as a repository and the caller moves the part that makes it one —
+// the HEAD of a git directory, a gitfile, a .git symlink — to storage only
+// the sandbox sees, leaving a symlink to it: on the host the symlink leads
+// nowhere and git passes the directory by; in the sandbox it resolves and
+// the repository works as before.
+
+// Finding is one thing that makes a workspace directory a repository for
+// git on the host.
+type Finding struct {
+	// Path is the file to move, relative to the workspace: "<dir>/HEAD"
+	// of a git directory, or "<dir>/.git" when it is a gitfile or symlink.
+	Path string
+	// Repo is the repository's directory (the git directory, or the
+	// worktree a .git file or symlink serves), relative to the workspace.
+	Repo string
+	// Kind is "HEAD", "gitfile" or "symlink".
+	Kind string
+}
+
+// Scanner finds git repositories in a workspace, re-reading only the
+// directories that changed since its last scan (a directory's inode and
+// change time; the change time cannot be set by a process, unlike the
+// modification time).
+type Scanner struct {
+	ws    string
+	root  *os.Root
+	store string // the sandbox-only path prefix moved items live under
+
+	// protected paths (relative) are mount points shiro made read-only:
+	// not descended into and never reported.
+	protected map[string]bool
+	// known .git symlinks found when the session began, by target: the
+	// user's, left alone while unchanged.
+	known map[string]string
+
+	cache map[string]*dirState
+	// events, when the platform has them, say which directories changed
+	// since the last scan; primed is set once every directory is watched.
+	events eventSource
+	primed bool
+}
+
+// eventSource tells which directories' entries changed since it was last
+// asked (inotify on Linux).
+type eventSource interface {
+	// watch starts watching the open directory f, known as rel.
+	watch(rel string, f *os.File) bool
+	// forget stops watching rel.
+	forget(rel string)
+	// changed returns the changed directories, or all=true when it lost
+	// track and everything must be looked at.
+	changed() (dirs map[string]bool, all bool)
+	close()
+}
+
+type dirState struct {
+	ino      uint64
+	ctime    int64
+	racy     bool // changed too recently to trust the change time
+	children []string
+	findings []Finding
+}
+
+// NewScanner scans ws (opened as root). store is the path prefix under
+// which moved items live in the sandbox (a symlink to it is shiro's).
+func NewScanner(ws string, root *os.Root, store string) *Scanner {
+	return &Scanner{ws: ws, root: root, store: strings.TrimSuffix(store, "/") + "/", protected: map[string]bool{}, known: map[string]string{}, cache: map[string]*dirState{},
+		events: newEvents()}
+}
+
+// Close releases the scanner's kernel watches.
+func (s *Scanner) Close() {
+	if s.events != nil {
+		s.events.close()
+		s.events = nil
+	}
+}
+
+// Protect marks paths (relative to the workspace) the sandbox cannot
+// change: they are neither reported nor descended into, from now on and in
+// what earlier scans cached.
+func (s *Scanner) Protect(rels ...string) {
+	for _, r := range rels {
+		s.protected[r] = true
+	}
+	for _, st := range s.cache {
+		st.findings = slices.DeleteFunc(st.findings, func(f Finding) bool { return s.protected[f.Path] || s.protected[path.Dir(f.Path)] })
+		var kept []string
+		for _, c := range st.children {
+			if s.protected[c] {
+				s.dropTree(c)
+				continue
+			}
+			kept = append(kept, c)
+		}
+		st.children = kept
+	}
+}
+
+// Know records .git symlinks to leave alone while they point where they
+// point now.
+func (s *Scanner) Know(findings []Finding) {
+	for _, f := range findings {
+		if f.Kind == "symlink" {
+			if t, err := s.root.Readlink(f.Path); err == nil {
+				s.known[f.Path] = t
+			}
+		}
+	}
+}
+
+// racyWindow: a directory whose change time is this recent is re-read on
+// the next scan too, as the clock's granularity could hide a second change.
+const racyWindow = 2 * time.Second
+
+// Scan returns every finding in the workspace, sorted by path. With
+// kernel events it re-reads only the directories they name (and what
+// appeared below them); without, or when the events lost track, it looks
+// at every directory's change time and re-reads those that changed.
+func (s *Scanner) Scan() ([]Finding, error) {
+	if s.events != nil && s.primed {
+		dirs, all := s.events.changed()
+		if !all {
+			if err := s.refresh(dirs); err != nil {
+				return nil, err
+			}
+			return s.collect(), nil
+		}
+	}
+	seen := map[string]bool{}
+	var out []Finding
+	if err := s.visit(".", time.Now(), seen, &out); err != nil {
+		return nil, err
+	}
+	for rel := range s.cache {
+		if !seen[rel] {
+			s.drop(rel)
+		}
+	}
+	s.primed = s.events != nil
+	sortFindings(out)
+	return out, nil
+}
+
+// refresh re-reads the changed directories: their findings, their gone
+// children and whatever new directories appeared below them.
+func (s *Scanner) refresh(dirs map[string]bool) error {
+	rels := make([]string, 0, len(dirs))
+	for rel := range dirs {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels) // parents first
+	for _, rel := range rels {
+		old, ok := s.cache[rel]
+		if !ok {
+			continue // gone with a parent refreshed earlier
+		}
+		st, err := s.read(rel, 0, 0)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
+				s.dropTree(rel)
+				continue
+			}
+			return err
+		}
+		s.cache[rel] = st
+		now := map[string]bool{}
+		for _, c := range st.children {
+			now[c] = true
+			if _, known := s.cache[c]; !known {
+				if err := s.visit(c, time.Now(), map[string]bool{}, new([]Finding)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, c := range old.children {
+			if !now[c] {
+				s.dropTree(c)
+			}
+		}
+	}
+	return nil
+}
+
+// collect returns the findings of every cached directory.
+func (s *Scanner) collect() []Finding {
+	var out []Finding
+	for _, st := range s.cache {
+		out = append(out, st.findings...)
+	}
+	sortFindings(out)
+	return out
+}
+
+func sortFindings(out []Finding) {
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+}
+
+// drop forgets one directory.
+func (s *Scanner) drop(rel string) {
+	delete(s.cache, rel)
+	if s.events != nil {
+		s.events.forget(rel)
+	}
+}
+
+// dropTree forgets a directory and everything cached below it.
+func (s *Scanner) dropTree(rel string) {
+	if st, ok := s.cache[rel]; ok {
+		for _, c := range st.children {
+			s.dropTree(c)
+		}
+	}
+	s.drop(rel)
+}
+
+func (s *Scanner) visit(rel string, now time.Time, seen map[string]bool, out *[]Finding) error {
+	fi, err := os.Lstat(filepath.Join(s.ws, filepath.FromSlash(rel)))
+	if err != nil || !fi.IsDir() {
+		if rel == "." && err != nil {
+			return err
+		}
+		return nil // gone, or replaced by a file: its parent's listing tells
+	}
+	ino, ctime := fileID(fi)
+	st := s.cache[rel]
+	if st == nil || st.racy || st.ino != ino || st.ctime != ctime {
+		st, err = s.read(rel, ino, ctime)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+				return nil
+			}
+			return err
+		}
+		st.racy = now.Sub(time.Unix(0, ctime)) < racyWindow
+		s.cache[rel] = st
+	}
+	seen[rel] = true
+	*out = append(*out, st.findings...)
+	for _, c := range st.children {
+		if err := s.visit(c, now, seen, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read lists one directory and decides what in it makes a repository.
+func (s *Scanner) read(rel string, ino uint64, ctime int64) (*dirState, error) {
+	f, err := s.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if s.events != nil && !s.events.watch(rel, f) {
+		// Out of watches (or none here): every scan walks the tree.
+		s.events.close()
+		s.events, s.primed = nil, false
+	}
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	st := &dirState{ino: ino, ctime: ctime}
+	names := map[string]fs.DirEntry{}
+	for _, e := range entries {
+		names[e.Name()] = e
+		child := join(rel, e.Name())
+		if e.IsDir() && !s.protected[child] {
+			st.children = append(st.children, child)
+		}
+	}
+	if e, ok := names[".git"]; ok && !e.IsDir() {
+		p := join(rel, ".git")
+		if f, ok := s.check(p, e, rel); ok {
+			st.findings = append(st.findings, f)
+		}
+	}
+	_, hasObjects := names["objects"]
+	_, hasRefs := names["refs"]
+	_, hasCommon := names["commondir"]
+	if e, ok := names["HEAD"]; ok && (hasObjects && hasRefs || hasCommon) && !s.protected[rel] {
+		repo := rel
+		if path.Base(rel) == ".git" {
+			repo = path.Dir(rel) // the worktree a .git directory serves
+		}
+		if f, ok := s.check(join(rel, "HEAD"), e, repo); ok {
+			st.findings = append(st.findings, f)
+		}
+	}
+	return st, nil
+}
+
+// check decides whether an entry is a finding: anything but a symlink
+// into the sandbox's storage (or a known, unchanged .git symlink).
+func (s *Scanner) check(p string, e fs.DirEntry, dir string) (Finding, bool) {
+	if s.protected[p] {
+		return Finding{}, false
+	}
+	kind := "HEAD"
+	if path.Base(p) == ".git" {
+		kind = "gitfile"
+	}
+	if e.Type()&fs.ModeSymlink != 0 {
+		target, err := s.root.Readlink(p)
+		if err == nil && strings.HasPrefix(target, s.store) {
+			return Finding{}, false
+		}
+		if kind == "gitfile" {
+			kind = "symlink"
+			if t, ok := s.known[p]; ok && t == target {
+				return Finding{}, false
+			}
+		}
+	}
+	return Finding{Path: p, Repo: dir, Kind: kind}, true
+}
+
+func join(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}
