@@ -100,8 +100,9 @@ type Agent struct {
 
 	mu       sync.Mutex
 	messages []llm.Message
-	size     int             // JSON length of messages, kept as they are appended
-	allowed  map[string]bool // tools allowed for the rest of the session
+	size     int                   // JSON length of messages, kept as they are appended
+	allowed  map[string]bool       // tools allowed for the rest of the session
+	prefixes map[string][][]string // command prefixes allowed for the rest of the session, by tool
 	usage    llm.Usage
 	running  map[string]context.CancelCauseFunc // tool calls in flight, by call id
 	names    map[string]string                  // their tool names
@@ -125,7 +126,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.PruneThreshold <= 0 {
 		cfg.PruneThreshold = DefaultPruneThreshold
 	}
-	a := &Agent{cfg: cfg, allowed: map[string]bool{}, running: map[string]context.CancelCauseFunc{}, names: map[string]string{}}
+	a := &Agent{cfg: cfg, allowed: map[string]bool{}, prefixes: map[string][][]string{}, running: map[string]context.CancelCauseFunc{}, names: map[string]string{}}
 	for _, n := range cfg.AutoApprove {
 		a.allowed[n] = true
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/shiroagent/shiro/agent/llm"
@@ -18,6 +19,9 @@ const (
 	Deny   Decision = iota // the model is told and the turn goes on
 	Once                   // run this call
 	Always                 // run this call and every later call of this tool
+	// AlwaysPrefix runs this call and every later one whose commands all
+	// start with one of the request's Prefixes.
+	AlwaysPrefix
 )
 
 // ApprovalRequest is a gated call waiting for the user.
@@ -25,6 +29,10 @@ type ApprovalRequest struct {
 	ID    string
 	Tool  string
 	Input json.RawMessage
+	// Prefixes, for a bash call, are the command prefixes that AlwaysPrefix
+	// would allow from now on ("go test"), one per command in the line;
+	// none when a command cannot be named before it runs.
+	Prefixes [][]string
 }
 
 // Approver asks the user about gated calls.
@@ -53,7 +61,8 @@ func IsGated(t Tool) bool { return t.Gated() || strings.HasPrefix(t.Name(), "mcp
 // decide applies the order of checks: guard, --yolo, not gated, allowed for
 // the session, ask. It returns whether to run the call and, if not, why.
 func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Event)) (bool, string) {
-	unattended := a.cfg.Yolo || !IsGated(t) || a.Allowed(call.Name)
+	tc := ToolCall{Name: call.Name, Input: call.Input}
+	unattended := a.cfg.Yolo || !IsGated(t) || a.Allowed(call.Name) || a.prefixAllowed(tc)
 	if reason := a.guard(ctx, call, unattended); reason != "" {
 		emit(Event{Type: EventNotice, Text: reason})
 		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: reason})
@@ -72,7 +81,11 @@ func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Eve
 			return false, problem
 		}
 	}
-	d, err := a.cfg.Approver.Approve(ctx, ApprovalRequest{ID: call.CallID, Tool: call.Name, Input: call.Input})
+	req := ApprovalRequest{ID: call.CallID, Tool: call.Name, Input: call.Input}
+	if cmd := commandOf(tc); cmd != "" {
+		req.Prefixes = Prefixes(cmd)
+	}
+	d, err := a.cfg.Approver.Approve(ctx, req)
 	if err != nil {
 		reason := DeniedByUser
 		if !errors.Is(err, context.Canceled) {
@@ -85,6 +98,15 @@ func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Eve
 	case Always:
 		a.mu.Lock()
 		a.allowed[call.Name] = true
+		a.mu.Unlock()
+		return true, ""
+	case AlwaysPrefix:
+		a.mu.Lock()
+		for _, p := range req.Prefixes {
+			if !slices.ContainsFunc(a.prefixes[call.Name], func(q []string) bool { return slices.Equal(p, q) }) {
+				a.prefixes[call.Name] = append(a.prefixes[call.Name], p)
+			}
+		}
 		a.mu.Unlock()
 		return true, ""
 	case Once:

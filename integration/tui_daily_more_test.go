@@ -234,3 +234,44 @@ func TestTUISmallThings(t *testing.T) {
 		s.quit()
 	})
 }
+
+func TestTUIAlwaysAllowACommandsPrefix(t *testing.T) {
+	t.Parallel()
+	eachSize(t, func(t *testing.T, w, h int) {
+		api := testenv.RequireDocker(t)
+		testenv.RequireImage(t, api)
+		requireTmux(t)
+		ws := testenv.Workspace(t, api)
+		srv := fakemodel.New(t,
+			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: `{"command":"ls -a && ls ."}`}}},
+			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b2", Name: "bash", Input: `{"command":"ls -la /"}`}}},
+			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b3", Name: "bash", Input: `{"command":"ls; pwd"}`}}},
+			fakemodel.Reply{Text: "Listed."},
+		)
+		s := startTUIAt(t, ws, srv, w, h, true)
+		s.keys("list", true)
+		s.waitFor(`Always allow "ls …" this session`, 20*time.Second)
+		s.waitFor("p always its prefix", 5*time.Second)
+		s.keys("p", false)
+		// ls -la / runs without asking; ls; pwd asks (pwd is not ls).
+		s.waitFor("ls; pwd", 20*time.Second)
+		s.waitFor("y once", 5*time.Second)
+		s.keys("n", false)
+		s.waitFor("Listed.", 20*time.Second)
+		reqs := modelRequests(srv)
+		if !providers[0].paired(t, reqs[2].JSON(), "b2", "exit: 0") || !providers[0].paired(t, reqs[3].JSON(), "b3", "User denied") {
+			t.Errorf("ls -la / should have run and ls; pwd been denied")
+		}
+		s.keys("/tools", true)
+		s.waitFor("esc to dismiss", 5*time.Second)
+		for i := 0; !strings.Contains(flat(s.screen()), `bash allowed this session for "ls …"`); i++ {
+			if i > 20 {
+				t.Fatalf("/tools does not show the grant:\n%s", s.screen())
+			}
+			s.press("PageDown")
+			time.Sleep(typingPause)
+		}
+		s.press("Escape")
+		s.quit()
+	})
+}

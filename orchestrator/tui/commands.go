@@ -181,6 +181,11 @@ func (m *Model) cmdTools(string) tea.Cmd {
 		}
 		fmt.Fprintf(&b, "%-*s %-10s %-7s %s\n", width, r.Name, r.Kind, gate, state[r.Name])
 	}
+	for _, r := range rows {
+		if p := m.rt.sess.Agent().AllowedPrefixes(r.Name); len(p) > 0 {
+			fmt.Fprintf(&b, "\n%s allowed this session for %s", r.Name, prefixList(p))
+		}
+	}
 	m.info = &infoPanel{title: "tools", body: strings.TrimRight(b.String(), "\n")}
 	return nil
 }

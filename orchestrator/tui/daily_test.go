@@ -472,3 +472,40 @@ func TestSmallThings(t *testing.T) {
 		}
 	})
 }
+
+func TestAlwaysAllowOffersTheCommandsPrefix(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	bash := &fakeTool{name: "bash", gated: true}
+	cmd := func(id, c string) llm.Part {
+		return llm.Part{Type: llm.PartToolCall, CallID: id, Name: "bash", Input: []byte(`{"command":"` + c + `"}`)}
+	}
+	model := &scripted{steps: [][]llm.Part{
+		{cmd("c1", "go test ./...")},
+		{cmd("c2", "go test -run X ./pkg")},
+		{cmd("c3", "go build ./...")},
+	}}
+	withAgent(t, f, model, bash)
+	l := f.loop()
+	l.typeText("test")
+	l.key(key(enter))
+	l.until("the approval", func(m *Model) bool { return m.approval != nil })
+	v := f.view()
+	for _, want := range []string{"Yes, allow once", `Always allow "go test …" this session`, "Always allow bash this session", "No, deny", "p always its prefix"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the approval lacks %q:\n%s", want, v)
+		}
+	}
+	l.key(runes("p"))
+	// go test -run runs without asking; go build asks.
+	l.until("the next approval", func(m *Model) bool { return m.approval != nil && m.approval.msg.req.ID == "c3" })
+	if n := bash.callCount(); n != 2 {
+		t.Errorf("bash ran %d times before go build was asked about, want 2", n)
+	}
+	l.key(runes("n"))
+	l.until("the turn's end", func(m *Model) bool { return !m.busy })
+	f.m.runCommand("/tools")
+	if !strings.Contains(f.m.info.body, `bash allowed this session for "go test …"`) {
+		t.Errorf("/tools:\n%s", f.m.info.body)
+	}
+}

@@ -41,14 +41,36 @@ type approvalPrompt struct {
 	rows    []string
 }
 
+// newApprovalPrompt offers once, always (the command's prefixes, when the
+// call is a command line whose commands all have one, then the whole
+// tool) and deny.
 func newApprovalPrompt(msg approvalMsg) *approvalPrompt {
 	a := &approvalPrompt{msg: msg}
-	a.pick = newPicker("Yes, allow once", "Always allow "+msg.req.Tool+" this session", "No, deny")
-	a.answer = []agent.Decision{agent.Once, agent.Always, agent.Deny}
+	labels := []string{"Yes, allow once"}
+	a.answer = []agent.Decision{agent.Once}
+	if p := msg.req.Prefixes; len(p) > 0 {
+		labels = append(labels, "Always allow "+prefixList(p)+" this session")
+		a.answer = append(a.answer, agent.AlwaysPrefix)
+	}
+	labels = append(labels, "Always allow "+msg.req.Tool+" this session", "No, deny")
+	a.answer = append(a.answer, agent.Always, agent.Deny)
+	a.pick = newPicker(labels...)
 	return a
 }
 
+// prefixList shows prefixes as `"go build …", "go test …"`.
+func prefixList(prefixes [][]string) string {
+	parts := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		parts[i] = `"` + clean(agent.FormatPrefix(p)) + `"`
+	}
+	return strings.Join(parts, ", ")
+}
+
 func (a *approvalPrompt) help() string {
+	if len(a.msg.req.Prefixes) > 0 {
+		return "y once | p always its prefix | a always " + a.msg.req.Tool + " | n deny"
+	}
 	return "y allow once | a always allow " + a.msg.req.Tool + " | n deny"
 }
 
@@ -58,6 +80,11 @@ func (a *approvalPrompt) key(m *Model, k tea.KeyMsg) tea.Cmd {
 		return m.decide(agent.Once)
 	case "a", "A":
 		return m.decide(agent.Always)
+	case "p", "P":
+		if len(a.msg.req.Prefixes) > 0 {
+			return m.decide(agent.AlwaysPrefix)
+		}
+		return nil
 	case "n", "N", "esc":
 		return m.decide(agent.Deny)
 	}

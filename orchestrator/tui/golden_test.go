@@ -91,6 +91,11 @@ func TestViewGolden(t *testing.T) {
 			startedTurn(f, "test it")
 			f.send(approvalMsg{req: agent.ApprovalRequest{ID: "b1", Tool: "bash", Input: []byte(`{"command":"go test ./..."}`)}, detail: preview{command: "go test ./..."}, reply: make(chan agent.Decision, 1)})
 		}},
+		{"approval_bash_prefix", func(t *testing.T, f *fixture) {
+			startedTurn(f, "test it")
+			req := agent.ApprovalRequest{ID: "b1", Tool: "bash", Input: []byte(`{"command":"go build ./... && go test ./..."}`), Prefixes: [][]string{{"go", "build"}, {"go", "test"}}}
+			f.send(approvalMsg{req: req, detail: preview{command: "go build ./... && go test ./..."}, reply: make(chan agent.Decision, 1)})
+		}},
 		{"approval_diff", func(t *testing.T, f *fixture) {
 			if err := os.WriteFile(filepath.Join(f.ws, "greet.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hello world\")\n}\n"), 0o644); err != nil {
 				t.Fatal(err)
