@@ -99,7 +99,7 @@ func TestTUIToolLinesSayWhatHappened(t *testing.T) {
 
 		// The failing command: its exit code and its last lines.
 		s.waitFor("bash wants to run", 20*time.Second)
-		s.waitFor("y allow once", 5*time.Second)
+		s.waitFor("| n deny", 5*time.Second)
 		s.keys("a", false)
 		s.waitFor("x bash(seq 1 30; exit 3) · exit 3", 20*time.Second)
 		// The command killed by its timeout (always allowed: no prompt).
@@ -108,7 +108,7 @@ func TestTUIToolLinesSayWhatHappened(t *testing.T) {
 		s.waitFor("x edit_file(a.txt) · oldString not found", 20*time.Second)
 		// The denied write names its path.
 		s.waitFor("write_file wants to run", 20*time.Second)
-		s.waitFor("y allow once", 5*time.Second)
+		s.waitFor("| n deny", 5*time.Second)
 		s.keys("n", false)
 		scr := s.waitFor("That is all.", 20*time.Second)
 		for _, want := range []string{"    30", "x write_file denied: notes.txt"} {
@@ -255,7 +255,7 @@ func TestTUIAlwaysAllowACommandsPrefix(t *testing.T) {
 		s.keys("p", false)
 		// ls -la / runs without asking; ls; pwd asks (pwd is not ls).
 		s.waitFor("ls; pwd", 20*time.Second)
-		s.waitFor("y once", 5*time.Second)
+		s.waitFor("| n deny", 5*time.Second)
 		s.keys("n", false)
 		s.waitFor("Listed.", 20*time.Second)
 		reqs := modelRequests(srv)

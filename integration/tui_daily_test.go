@@ -135,14 +135,14 @@ func TestTUITypeAheadNeverAnswersAForm(t *testing.T) {
 		}
 		// Once the typing stops, the form takes answers; nothing typed
 		// before answered it.
-		scr := s.waitFor("y allow once", 10*time.Second)
+		scr := s.waitFor("| n deny", 10*time.Second)
 		if !strings.Contains(scr, "echo one") {
 			t.Fatalf("the first approval is not the one shown:\n%s", scr)
 		}
 		s.keys("n", false)
 		// The second command asks too: no "a" granted always allow.
 		s.waitFor("echo two", 20*time.Second)
-		s.waitFor("y allow once", 10*time.Second)
+		s.waitFor("| n deny", 10*time.Second)
 		s.keys("n", false)
 		s.waitFor("Both were refused.", 20*time.Second)
 
@@ -400,7 +400,7 @@ func TestTUIApprovalShowsAllThreeChoices(t *testing.T) {
 		s := startTUIAt(t, ws, srv, w, h, false)
 		s.keys("write a long file", true)
 		scr := s.waitFor("write_file wants to run", 20*time.Second)
-		scr = s.waitFor("y allow once", 5*time.Second)
+		scr = s.waitFor("| n deny", 5*time.Second)
 		for _, want := range []string{"Yes, allow once", "Always allow write_file", "No, deny", "long.txt (new file) +49 -0", "line 1"} {
 			if !strings.Contains(scr, want) {
 				t.Errorf("the approval lacks %q:\n%s", want, scr)

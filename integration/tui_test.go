@@ -306,6 +306,8 @@ func TestTUIFilePickerAndReasoningPanel(t *testing.T) {
 	s.press("C-c") // kill the sleep; the turn goes on and ends
 	s.waitFor("Done thinking.", 10*time.Second)
 	s.waitGone("thinking…", 5*time.Second)
+	s.press("C-o") // the command's result, then the step's reasoning
+	s.waitFor("(1 of 2)", 5*time.Second)
 	s.press("C-o")
 	s.waitFor("I should read the files first.", 5*time.Second)
 	s.press("Escape")
