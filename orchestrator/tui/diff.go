@@ -137,5 +137,3 @@ func diffRows(ops []diffOp) (rows []diffRow, added, removed int) {
 	}
 	return rows, added, removed
 }
-
-func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }
