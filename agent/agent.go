@@ -27,6 +27,29 @@ const (
 type Result struct {
 	Output  string
 	IsError bool
+	// Exit says how a command ended, for tools that run one (nil for the
+	// others). The model reads Output; Exit is for the user's display.
+	Exit *Exit
+}
+
+// Exit is how a command ended.
+type Exit struct {
+	Code int `json:"code"`
+	// TimedOut: the command's timeout killed it.
+	TimedOut bool `json:"timedOut,omitempty"`
+	// Interrupted: the user interrupted it (ctrl-c).
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Killed: a signal (Signal, when known) ended it otherwise (the memory
+	// limit, a kill from elsewhere).
+	Killed bool   `json:"killed,omitempty"`
+	Signal string `json:"signal,omitempty"`
+}
+
+// Checker is a Tool that can tell before the user is asked that a call
+// cannot succeed (an edit whose text is not in the file): the call then
+// fails with the problem, and no one is asked.
+type Checker interface {
+	Check(ctx context.Context, input json.RawMessage) (problem string)
 }
 
 // Tool is a capability the model can call.
@@ -77,11 +100,13 @@ type Agent struct {
 
 	mu       sync.Mutex
 	messages []llm.Message
-	size     int             // JSON length of messages, kept as they are appended
-	allowed  map[string]bool // tools allowed for the rest of the session
+	size     int                   // JSON length of messages, kept as they are appended
+	allowed  map[string]bool       // tools allowed for the rest of the session
+	prefixes map[string][][]string // command prefixes allowed for the rest of the session, by tool
 	usage    llm.Usage
 	running  map[string]context.CancelCauseFunc // tool calls in flight, by call id
 	names    map[string]string                  // their tool names
+	overhead int                                // estimated tokens of the last request's system prompt and tools
 }
 
 // New returns an agent with an empty history.
@@ -101,7 +126,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.PruneThreshold <= 0 {
 		cfg.PruneThreshold = DefaultPruneThreshold
 	}
-	a := &Agent{cfg: cfg, allowed: map[string]bool{}, running: map[string]context.CancelCauseFunc{}, names: map[string]string{}}
+	a := &Agent{cfg: cfg, allowed: map[string]bool{}, prefixes: map[string][][]string{}, running: map[string]context.CancelCauseFunc{}, names: map[string]string{}}
 	for _, n := range cfg.AutoApprove {
 		a.allowed[n] = true
 	}
@@ -179,6 +204,67 @@ func (a *Agent) EstimatedTokens() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return (a.size + 2) / 4
+}
+
+// ContextTokens estimates what the next request carries: the history plus
+// the system prompt and the tool schemas of the last request (or of
+// MeasureOverhead before the first).
+func (a *Agent) ContextTokens() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return (a.size+2)/4 + a.overhead
+}
+
+// MeasureOverhead estimates the system prompt and the tool schemas a
+// request would carry now, for ContextTokens before the first step. It
+// builds the system prompt, so it may read files: call it off the UI's
+// update path.
+func (a *Agent) MeasureOverhead() {
+	system, specs := a.prompt()
+	a.setOverhead(system, specs)
+}
+
+func (a *Agent) setOverhead(system string, specs []llm.ToolSpec) {
+	b, _ := json.Marshal(specs)
+	a.mu.Lock()
+	a.overhead = (len(system) + len(b) + 3) / 4
+	a.mu.Unlock()
+}
+
+// prompt builds this step's system prompt and tool specs.
+func (a *Agent) prompt() (string, []llm.ToolSpec) {
+	offered := a.offered()
+	specs := make([]llm.ToolSpec, len(offered))
+	for i, t := range offered {
+		specs[i] = llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()}
+	}
+	return a.cfg.System(offered), specs
+}
+
+// Unsend removes the last message when it is the user's text with nothing
+// after it: a turn that failed before the model answered. Sending the text
+// again then does not repeat it. It reports whether it removed one.
+func (a *Agent) Unsend(text string) bool {
+	a.mu.Lock()
+	n := len(a.messages)
+	if n == 0 {
+		a.mu.Unlock()
+		return false
+	}
+	last := a.messages[n-1]
+	if last.Role != llm.RoleUser || len(last.Parts) != 1 || last.Parts[0].Type != llm.PartText || last.Parts[0].Text != text {
+		a.mu.Unlock()
+		return false
+	}
+	a.messages = a.messages[:n-1]
+	a.size = jsonLen(a.messages)
+	msgs := append([]llm.Message(nil), a.messages...)
+	onChange := a.cfg.OnChange
+	a.mu.Unlock()
+	if onChange != nil {
+		onChange(msgs)
+	}
+	return true
 }
 
 // EstimateTokens estimates the tokens of messages (JSON length / 4).
@@ -297,12 +383,8 @@ func (a *Agent) Send(ctx context.Context, text string, emit func(Event)) error {
 
 // step streams one model call and returns the assistant message.
 func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Usage, error) {
-	offered := a.offered()
-	specs := make([]llm.ToolSpec, len(offered))
-	for i, t := range offered {
-		specs[i] = llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()}
-	}
-	system := a.cfg.System(offered)
+	system, specs := a.prompt()
+	a.setOverhead(system, specs)
 	history := a.Messages()
 	wire := history
 	if a.EstimatedTokens() > a.cfg.PruneThreshold {
@@ -315,6 +397,9 @@ func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Us
 		usage    llm.Usage
 		finished bool
 	)
+	ctx = llm.WithRetryReport(ctx, func(r llm.Retry) {
+		emit(Event{Type: EventRetry, Text: r.Reason, Attempt: r.Attempt, Attempts: r.Attempts, DelayMs: r.Delay.Milliseconds()})
+	})
 	for ev, err := range a.Model().Stream(ctx, req) {
 		if err != nil {
 			return llm.Message{}, usage, err

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -357,5 +359,148 @@ func TestGuardRules(t *testing.T) {
 	}
 	if r := agent.GuardReason("rm -rf /"); !strings.HasPrefix(r, `refusing "rm -rf /" (`) || !strings.HasSuffix(r, "Ask the user to run it themselves if it is really needed.") {
 		t.Errorf("reason format: %s", r)
+	}
+}
+
+// checkedTool is a gated tool whose check refuses some inputs.
+type checkedTool struct {
+	fakeTool
+	problem string
+}
+
+func (t *checkedTool) Check(context.Context, json.RawMessage) string { return t.problem }
+
+func TestACallThatCannotApplyFailsWithoutAsking(t *testing.T) {
+	t.Parallel()
+	asked := 0
+	approver := agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
+		asked++
+		return agent.Once, nil
+	})
+	edit := &checkedTool{fakeTool: fakeTool{name: "edit_file", gated: true}, problem: "oldString not found in a.go"}
+	h := newHarness(t, agent.Config{Tools: tools(edit), Approver: approver},
+		step{calls: []llm.Part{call("c1", "edit_file", `{"path":"a.go"}`)}}, step{text: "ok"})
+	if err := h.send(t, "edit"); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 0 || edit.count() != 0 {
+		t.Errorf("asked %d times, ran %d times; want neither", asked, edit.count())
+	}
+	res := h.model.reqs[1].Messages[len(h.model.reqs[1].Messages)-1].Parts[0]
+	if !res.IsError || res.Output != edit.problem {
+		t.Errorf("the model got %+v", res)
+	}
+	var failed *agent.Event
+	for i, e := range h.events {
+		if e.Type == agent.EventToolError {
+			failed = &h.events[i]
+		}
+	}
+	if failed == nil || failed.Error != edit.problem || string(failed.Input) != `{"path":"a.go"}` {
+		t.Errorf("tool-error event %+v", failed)
+	}
+}
+
+func TestEventsCarryTheExitAndTheDeniedInput(t *testing.T) {
+	t.Parallel()
+	bash := &fakeTool{name: "bash", gated: true, out: func(json.RawMessage, func(string)) agent.Result {
+		return agent.Result{Output: "exit: 2", Exit: &agent.Exit{Code: 2}}
+	}}
+	answers := []agent.Decision{agent.Once, agent.Deny}
+	approver := agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
+		d := answers[0]
+		answers = answers[1:]
+		return d, nil
+	})
+	h := newHarness(t, agent.Config{Tools: tools(bash), Approver: approver},
+		step{calls: []llm.Part{call("c1", "bash", `{"command":"false"}`), call("c2", "bash", `{"command":"rm x"}`)}}, step{text: "ok"})
+	if err := h.send(t, "go"); err != nil {
+		t.Fatal(err)
+	}
+	var result, denied agent.Event
+	for _, e := range h.events {
+		switch e.Type {
+		case agent.EventToolResult:
+			result = e
+		case agent.EventToolDenied:
+			denied = e
+		}
+	}
+	if result.Exit == nil || result.Exit.Code != 2 {
+		t.Errorf("tool-result %+v, want exit 2", result)
+	}
+	if string(denied.Input) != `{"command":"rm x"}` {
+		t.Errorf("tool-denied %+v, want the input", denied)
+	}
+}
+
+func TestUnsendDropsAPromptTheModelNeverAnswered(t *testing.T) {
+	t.Parallel()
+	var saved [][]llm.Message
+	h := newHarness(t, agent.Config{OnChange: func(m []llm.Message) { saved = append(saved, m) }},
+		step{err: errors.New("503")}, step{text: "hi"})
+	if err := h.send(t, "hello"); err == nil {
+		t.Fatal("want the error")
+	}
+	if h.agent.Unsend("other") {
+		t.Error("Unsend removed a message that is not the prompt")
+	}
+	if !h.agent.Unsend("hello") || len(h.agent.Messages()) != 0 || len(saved[len(saved)-1]) != 0 {
+		t.Fatalf("history %+v after Unsend", h.agent.Messages())
+	}
+	if err := h.send(t, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.model.reqs[1].Messages; len(got) != 1 || got[0].Parts[0].Text != "hello" {
+		t.Errorf("the retry sent %+v, want hello once", got)
+	}
+	if h.agent.Unsend("hello") {
+		t.Error("Unsend removed an answered prompt")
+	}
+}
+
+// retryingModel reports a retry, then answers.
+type retryingModel struct{ fakeModel }
+
+func (m *retryingModel) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	llm.ReportRetry(ctx, llm.Retry{Attempt: 2, Attempts: 4, Delay: 1500 * time.Millisecond, Reason: "503 Service Unavailable"})
+	return m.fakeModel.Stream(ctx, req)
+}
+
+func TestRetriesBecomeEvents(t *testing.T) {
+	t.Parallel()
+	m := &retryingModel{fakeModel: fakeModel{steps: []step{{text: "hi"}}}}
+	a, err := agent.New(agent.Config{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []agent.Event
+	if err := a.Send(t.Context(), "go", func(e agent.Event) { events = append(events, e) }); err != nil {
+		t.Fatal(err)
+	}
+	want := agent.Event{Type: agent.EventRetry, Text: "503 Service Unavailable", Attempt: 2, Attempts: 4, DelayMs: 1500}
+	if len(events) == 0 || !reflect.DeepEqual(events[0], want) {
+		t.Errorf("events %+v, want %+v first", events, want)
+	}
+}
+
+func TestContextTokensCountTheSystemPromptAndTools(t *testing.T) {
+	t.Parallel()
+	read := &fakeTool{name: "read_file"}
+	system := strings.Repeat("s", 4000)
+	h := newHarness(t, agent.Config{Tools: tools(read), System: func([]agent.Tool) string { return system }}, step{text: "ok"})
+	if got := h.agent.ContextTokens(); got != 0 {
+		t.Errorf("before anything, %d", got)
+	}
+	h.agent.MeasureOverhead()
+	before := h.agent.ContextTokens()
+	if before < 1000 {
+		t.Errorf("ContextTokens %d, want the system prompt's 1000 and more", before)
+	}
+	if err := h.send(t, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if after := h.agent.ContextTokens(); after <= before || after != h.agent.EstimatedTokens()+before {
+		t.Errorf("ContextTokens %d after a turn (history %d, overhead %d)", after, h.agent.EstimatedTokens(), before)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/shiroagent/shiro/agent/llm"
@@ -18,6 +19,9 @@ const (
 	Deny   Decision = iota // the model is told and the turn goes on
 	Once                   // run this call
 	Always                 // run this call and every later call of this tool
+	// AlwaysPrefix runs this call and every later one whose commands all
+	// start with one of the request's Prefixes.
+	AlwaysPrefix
 )
 
 // ApprovalRequest is a gated call waiting for the user.
@@ -25,6 +29,10 @@ type ApprovalRequest struct {
 	ID    string
 	Tool  string
 	Input json.RawMessage
+	// Prefixes, for a bash call, are the command prefixes that AlwaysPrefix
+	// would allow from now on ("go test"), one per command in the line;
+	// none when a command cannot be named before it runs.
+	Prefixes [][]string
 }
 
 // Approver asks the user about gated calls.
@@ -53,26 +61,37 @@ func IsGated(t Tool) bool { return t.Gated() || strings.HasPrefix(t.Name(), "mcp
 // decide applies the order of checks: guard, --yolo, not gated, allowed for
 // the session, ask. It returns whether to run the call and, if not, why.
 func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Event)) (bool, string) {
-	unattended := a.cfg.Yolo || !IsGated(t) || a.Allowed(call.Name)
+	tc := ToolCall{Name: call.Name, Input: call.Input}
+	unattended := a.cfg.Yolo || !IsGated(t) || a.Allowed(call.Name) || a.prefixAllowed(tc)
 	if reason := a.guard(ctx, call, unattended); reason != "" {
 		emit(Event{Type: EventNotice, Text: reason})
-		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: reason})
+		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: reason})
 		return false, reason
 	}
 	if unattended {
 		return true, ""
 	}
 	if a.cfg.Approver == nil {
-		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: NoApprover})
+		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: NoApprover})
 		return false, NoApprover
 	}
-	d, err := a.cfg.Approver.Approve(ctx, ApprovalRequest{ID: call.CallID, Tool: call.Name, Input: call.Input})
+	if c, ok := t.(Checker); ok {
+		if problem := c.Check(ctx, call.Input); problem != "" {
+			emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Input: call.Input, Error: problem})
+			return false, problem
+		}
+	}
+	req := ApprovalRequest{ID: call.CallID, Tool: call.Name, Input: call.Input}
+	if cmd := commandOf(tc); cmd != "" {
+		req.Prefixes = Prefixes(cmd)
+	}
+	d, err := a.cfg.Approver.Approve(ctx, req)
 	if err != nil {
 		reason := DeniedByUser
 		if !errors.Is(err, context.Canceled) {
 			reason = fmt.Sprintf("%s (the approval failed: %v)", DeniedByUser, err)
 		}
-		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: reason})
+		emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: reason})
 		return false, reason
 	}
 	switch d {
@@ -81,10 +100,19 @@ func (a *Agent) decide(ctx context.Context, t Tool, call llm.Part, emit func(Eve
 		a.allowed[call.Name] = true
 		a.mu.Unlock()
 		return true, ""
+	case AlwaysPrefix:
+		a.mu.Lock()
+		for _, p := range req.Prefixes {
+			if !slices.ContainsFunc(a.prefixes[call.Name], func(q []string) bool { return slices.Equal(p, q) }) {
+				a.prefixes[call.Name] = append(a.prefixes[call.Name], p)
+			}
+		}
+		a.mu.Unlock()
+		return true, ""
 	case Once:
 		return true, ""
 	}
-	emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Reason: DeniedByUser})
+	emit(Event{Type: EventToolDenied, ID: call.CallID, Name: call.Name, Input: call.Input, Reason: DeniedByUser})
 	return false, DeniedByUser
 }
 
@@ -168,10 +196,10 @@ func (a *Agent) runCall(ctx context.Context, tools map[string]Tool, call llm.Par
 		return fail(fmt.Sprintf("%s failed: %v", call.Name, err))
 	}
 	if res.IsError {
-		emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Error: res.Output})
+		emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Error: res.Output, Exit: res.Exit})
 		return res
 	}
-	emit(Event{Type: EventToolResult, ID: call.CallID, Name: call.Name, Output: res.Output})
+	emit(Event{Type: EventToolResult, ID: call.CallID, Name: call.Name, Output: res.Output, Exit: res.Exit})
 	return res
 }
 

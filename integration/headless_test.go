@@ -296,6 +296,9 @@ func TestRetriesThenSucceeds(t *testing.T) {
 			if n := len(modelRequests(srv)); n != 3 {
 				t.Errorf("%d attempts, want 3", n)
 			}
+			if !strings.Contains(res.stderr, "[retry] attempt 2 of 4 in 0ms: 503 Service Unavailable") || !strings.Contains(res.stderr, "[retry] attempt 3 of 4") {
+				t.Errorf("the retries were not reported:\n%s", res.stderr)
+			}
 		})
 	}
 }

@@ -24,7 +24,8 @@ func TestTUIAskIsAnsweredWithTheArrowKeys(t *testing.T) {
 	)
 	s := startTUI(t, ws, srv)
 	s.keys("add storage", true)
-	scr := s.waitFor("shiro is asking", 20*time.Second)
+	s.waitFor("shiro is asking", 20*time.Second)
+	scr := s.waitFor("up/down move | enter choose", 5*time.Second)
 	for _, want := range []string{"Which database should I use?", "PostgreSQL", "SQLite", "Keep the JSON files", "type your own answer...", "What the billing service already runs."} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("the question lacks %q:\n%s", want, scr)
@@ -110,6 +111,7 @@ func TestTUIOnboardingPicksAModelTheEndpointLists(t *testing.T) {
 		}
 	})
 	s.waitFor("Which provider?", 20*time.Second)
+	s.waitFor("up/down move | enter choose", 5*time.Second)
 	s.press("End") // the last preset: a custom Anthropic-compatible endpoint
 	s.waitFor("> Custom Anthropic-compatible endpoint", 5*time.Second)
 	s.press("Enter")
@@ -117,7 +119,8 @@ func TestTUIOnboardingPicksAModelTheEndpointLists(t *testing.T) {
 	s.keys(srv.URL+"/v1", true)
 	s.waitFor("API key", 5*time.Second)
 	s.keys("test-key", true)
-	scr := s.waitFor("Which model?", 10*time.Second)
+	s.waitFor("Which model?", 10*time.Second)
+	scr := s.waitFor("up/down move | enter choose", 5*time.Second)
 	for _, want := range []string{"fake-large", "fake-small", "type a model id myself..."} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("the model picker lacks %q:\n%s", want, scr)
@@ -198,7 +201,8 @@ func TestTUIMCPToolAsksAndMCPListsTheServer(t *testing.T) {
 	}
 	s.press("Escape")
 	s.keys("echo something", true)
-	scr = s.waitFor("mcp__srv__echo wants to run", 20*time.Second)
+	s.waitFor("mcp__srv__echo wants to run", 20*time.Second)
+	scr = s.waitFor("y allow once", 5*time.Second)
 	if !strings.Contains(scr, "through the gate") {
 		t.Errorf("the approval does not show the call's input:\n%s", scr)
 	}

@@ -137,8 +137,10 @@ func TestTUIApprovalShowsTheDiffAndAlwaysStopsAsking(t *testing.T) {
 	)
 	s := startTUI(t, ws, srv)
 	s.keys("write the notes", true)
-	scr := s.waitFor("write_file wants to run", 20*time.Second)
-	for _, want := range []string{"notes.txt (new file) +2 -0", " + alpha", " + beta", "y allow once | a always allow write_file | n deny"} {
+	s.waitFor("write_file wants to run", 20*time.Second)
+	// The prompt takes answers once the typing that opened it has paused.
+	scr := s.waitFor("y allow once | a always allow write_file | n deny", 5*time.Second)
+	for _, want := range []string{"notes.txt (new file) +2 -0", " + alpha", " + beta", "Yes, allow once", "Always allow write_file this session", "No, deny"} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("the approval lacks %q:\n%s", want, scr)
 		}
@@ -151,6 +153,7 @@ func TestTUIApprovalShowsTheDiffAndAlwaysStopsAsking(t *testing.T) {
 
 	s.keys("two more", true)
 	s.waitFor("a.txt (new file) +1 -0", 20*time.Second)
+	s.waitFor("y allow once", 5*time.Second)
 	s.keys("a", false)
 	// No key is pressed after "a": the turn only ends if b.txt is written
 	// without asking.
@@ -180,12 +183,8 @@ func TestTUICtrlCInterruptsTheCommandAndTheTurnGoesOn(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	start := time.Now()
 	s.press("C-c")
-	s.waitFor("x bash(The user interrupted this command.", 5*time.Second)
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("the interrupt took %v, want under a second", took)
-	}
+	s.waitFor("x bash(sleep 100) · interrupted", 5*time.Second)
 	scr := s.waitFor("Stopped as you asked.", 10*time.Second)
 	if !strings.Contains(scr, "interrupted: sleep 100") {
 		t.Errorf("no interrupted line:\n%s", scr)
@@ -265,9 +264,11 @@ func TestTUIFilePickerAndReasoningPanel(t *testing.T) {
 	for _, p := range []string{"src/main.go", "src/util/strings.go", "lib/src/other.go", "docs/src-notes.md", "README.md"} {
 		tuiWriteFile(t, ws, p, "x\n")
 	}
+	thinking := make(chan struct{})
 	srv := fakemodel.New(t,
 		fakemodel.Reply{
 			Reasoning: "I should read the files first.\nThen wait for the build.",
+			Stall:     thinking,
 			ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: `{"command":"sleep 60"}`}},
 		},
 		fakemodel.Reply{Text: "Done thinking."},
@@ -285,6 +286,7 @@ func TestTUIFilePickerAndReasoningPanel(t *testing.T) {
 	s.press("C-u")
 	s.waitFor("ask shiro...", 5*time.Second)
 
+	// While the model thinks, ctrl-r shows and hides its reasoning.
 	s.keys("think", true)
 	s.waitFor("ctrl-r to expand", 20*time.Second)
 	if strings.Contains(s.screen(), "I should read the files first.") {
@@ -296,9 +298,20 @@ func TestTUIFilePickerAndReasoningPanel(t *testing.T) {
 	s.press("C-r")
 	s.waitGone("I should read the files first.", 5*time.Second)
 	s.waitFor("ctrl-r to expand", 5*time.Second)
+
+	// Once the step acts, its reasoning stays as one collapsed line.
+	close(thinking)
+	s.waitFor("bash(sleep 60)", 20*time.Second)
+	s.waitFor("thinking · 14 tokens", 5*time.Second)
 	s.press("C-c") // kill the sleep; the turn goes on and ends
 	s.waitFor("Done thinking.", 10*time.Second)
 	s.waitGone("thinking…", 5*time.Second)
+	s.press("C-o") // the command's result, then the step's reasoning
+	s.waitFor("(1 of 2)", 5*time.Second)
+	s.press("C-o")
+	s.waitFor("I should read the files first.", 5*time.Second)
+	s.press("Escape")
+	s.waitGone("I should read the files first.", 5*time.Second)
 	s.quit()
 }
 

@@ -345,5 +345,19 @@ func (a toolAdapter) Run(ctx context.Context, input json.RawMessage, output func
 	env := *a.env
 	env.Output = func(_ string, chunk []byte) { output(string(chunk)) }
 	res, err := a.t.Run(ctx, &env, input)
-	return agent.Result{Output: res.Text, IsError: res.IsError}, err
+	out := agent.Result{Output: res.Text, IsError: res.IsError}
+	if e := res.Exit; e != nil {
+		out.Exit = &agent.Exit{Code: e.Code, TimedOut: e.TimedOut, Interrupted: e.Interrupted, Killed: e.Killed, Signal: e.Signal}
+	}
+	return out, err
+}
+
+// Check implements agent.Checker for the tools that can check a call
+// before the user is asked (the edit tools).
+func (a toolAdapter) Check(ctx context.Context, input json.RawMessage) string {
+	c, ok := a.t.(tools.Checker)
+	if !ok {
+		return ""
+	}
+	return c.Check(ctx, a.env, input)
 }

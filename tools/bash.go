@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/shiroagent/shiro/sandbox"
 )
@@ -78,11 +77,13 @@ func (Bash) Run(ctx context.Context, env *Env, input json.RawMessage) (Result, e
 		if body == "" {
 			body = "(no output before it was killed)"
 		}
-		return Result{Text: Cap(strings.Join(append([]string{InterruptedMessage + "\n" + body}, noticeLines(res.Notices)...), "\n\n")), IsError: true}, nil
+		return Result{Text: Cap(strings.Join(append([]string{InterruptedMessage + "\n" + body}, noticeLines(res.Notices)...), "\n\n")), IsError: true, Exit: &Exit{Code: res.ExitCode, Interrupted: true, Signal: res.Signal}}, nil
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("run bash command: %w", err)
 	}
+	exit := &Exit{Code: res.ExitCode, TimedOut: res.TimedOut, Signal: res.Signal}
+	exit.Killed = res.Signal != "" && !res.TimedOut
 	parts := []string{fmt.Sprintf("exit: %d", res.ExitCode)}
 	if res.Signal != "" {
 		parts = append(parts, fmt.Sprintf("(killed by %s; timeout is %dms)", res.Signal, timeout))
@@ -96,7 +97,7 @@ func (Bash) Run(ctx context.Context, env *Env, input json.RawMessage) (Result, e
 	if body := outputBlocks(&stdout, &stderr); body != "" {
 		parts = append(parts, body)
 	}
-	return Text(Cap(strings.Join(append(parts, noticeLines(res.Notices)...), "\n\n"))), nil
+	return Result{Text: Cap(strings.Join(append(parts, noticeLines(res.Notices)...), "\n\n")), Exit: exit}, nil
 }
 
 // noticeLines renders what the sandbox did around a command, one
@@ -164,11 +165,12 @@ func (b *headBuffer) Write(p []byte) {
 	b.buf.Write(p)
 }
 
-// text is the trimmed output, with a note when the stream was cut here.
+// text is the trimmed output, binary runs described (TextOrBinary), with a
+// note when the stream was cut here.
 func (b *headBuffer) text() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := strings.TrimSpace(strings.ToValidUTF8(b.buf.String(), string(utf8.RuneError)))
+	s := strings.TrimSpace(TextOrBinary(b.buf.Bytes()))
 	if b.dropped > 0 {
 		s += fmt.Sprintf("\n... [%d more bytes not kept]", b.dropped)
 	}

@@ -20,27 +20,41 @@ type editFileParams struct {
 	ReplaceAll bool   `json:"replaceAll,omitempty" jsonschema:"default=false" desc:"Replace every occurrence instead of exactly one."`
 }
 
-// NewEditFile returns the edit_file tool.
+// NewEditFile returns the edit_file tool. Its Check says, before anyone is
+// asked, that an edit cannot apply.
 func NewEditFile() Tool {
-	return newFileTool("edit_file", SetCore, true, editFileDoc, runEditFile)
+	return newFileTool("edit_file", SetCore, true, editFileDoc, runEditFile).withCheck(func(env *Env, p *editFileParams) string {
+		_, _, _, problem := planEditFile(env, p)
+		return problem
+	})
 }
 
 func runEditFile(_ context.Context, env *Env, p *editFileParams) (Result, error) {
-	if p.OldString == p.NewString {
-		return Errorf("oldString and newString are identical"), nil
-	}
-	rel, content, problem := readForEdit(env, p.Path)
+	rel, content, n, problem := planEditFile(env, p)
 	if problem != "" {
 		return Errorf("%s", problem), nil
 	}
-	n, problem := countMatches(content, p.OldString, p.ReplaceAll, p.Path)
-	if problem != "" {
-		return Errorf("%s", problem), nil
-	}
-	if err := writeAtomic(env.Root, rel, []byte(replace(content, p.OldString, p.NewString, p.ReplaceAll))); err != nil {
+	if err := writeAtomic(env.Root, rel, []byte(content)); err != nil {
 		return Errorf("%s", writeProblem(env, p.Path, err)), nil
 	}
 	return Text(fmt.Sprintf("Replaced %d occurrence(s) in %s", n, p.Path)), nil
+}
+
+// planEditFile reads the file and applies the edit in memory: the new
+// content and the number of replacements, or why the edit cannot apply.
+func planEditFile(env *Env, p *editFileParams) (rel, content string, n int, problem string) {
+	if p.OldString == p.NewString {
+		return "", "", 0, "oldString and newString are identical"
+	}
+	rel, content, problem = readForEdit(env, p.Path)
+	if problem != "" {
+		return "", "", 0, problem
+	}
+	n, problem = countMatches(content, p.OldString, p.ReplaceAll, p.Path)
+	if problem != "" {
+		return "", "", 0, problem
+	}
+	return rel, replace(content, p.OldString, p.NewString, p.ReplaceAll), n, ""
 }
 
 // readForEdit reads the whole file at the model's path p.

@@ -257,6 +257,25 @@ type fileTool[P any] struct {
 	desc   string
 	schema json.RawMessage
 	run    func(ctx context.Context, env *Env, p *P) (Result, error)
+	check  func(env *Env, p *P) (problem string) // nil: nothing to check
+}
+
+// withCheck gives the tool a Check (see Checker).
+func (t *fileTool[P]) withCheck(check func(env *Env, p *P) string) *fileTool[P] {
+	t.check = check
+	return t
+}
+
+// Check implements Checker: invalid input, or what the tool's check finds.
+func (t *fileTool[P]) Check(_ context.Context, env *Env, input json.RawMessage) string {
+	p, msg := decodeParams[P](t.name, input)
+	if p == nil {
+		return msg
+	}
+	if t.check == nil {
+		return ""
+	}
+	return t.check(env, p)
 }
 
 func newFileTool[P any](name string, set Set, gated bool, desc string, run func(context.Context, *Env, *P) (Result, error)) *fileTool[P] {

@@ -43,6 +43,28 @@ type Env struct {
 type Result struct {
 	Text    string
 	IsError bool
+	// Exit says how a command ended (bash); nil for the other tools. It is
+	// for the user's display: the model reads Text.
+	Exit *Exit
+}
+
+// Exit is how a command ended.
+type Exit struct {
+	Code int
+	// TimedOut: the command's timeout killed it.
+	TimedOut bool
+	// Interrupted: the user interrupted it (ctrl-c).
+	Interrupted bool
+	// Killed: a signal (named by Signal) ended it otherwise.
+	Killed bool
+	Signal string
+}
+
+// Checker is a tool that can tell, without doing anything, that a call
+// would fail (an edit whose text is not in the file), so that the user is
+// not asked to approve it.
+type Checker interface {
+	Check(ctx context.Context, env *Env, input json.RawMessage) (problem string)
 }
 
 // Errorf makes an error result for the model.

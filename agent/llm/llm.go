@@ -9,6 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Role is who a message is from.
@@ -163,3 +167,53 @@ type Model interface {
 
 // ErrNoFinish is the error of a stream that ended without a finish event.
 var ErrNoFinish = errors.New("model stream ended without finishing")
+
+// Retry describes a failed attempt of a model request that is about to be
+// made again.
+type Retry struct {
+	// Attempt is the attempt about to start (2 for the first retry) of
+	// Attempts in all, the first included.
+	Attempt, Attempts int
+	// Delay is the wait before it.
+	Delay time.Duration
+	// Reason says why the last attempt failed ("503 Service Unavailable").
+	Reason string
+}
+
+type retryKey struct{}
+
+// WithRetryReport returns ctx carrying report: a model calls it before
+// each retry of a request made under ctx (as net/http/httptrace carries its
+// hooks), so that the user sees the wait.
+func WithRetryReport(ctx context.Context, report func(Retry)) context.Context {
+	return context.WithValue(ctx, retryKey{}, report)
+}
+
+// ReportRetry calls the report ctx carries, if any.
+func ReportRetry(ctx context.Context, r Retry) {
+	if report, ok := ctx.Value(retryKey{}).(func(Retry)); ok && report != nil {
+		report(r)
+	}
+}
+
+// StatusError is a model API's answer with an error status: the status and
+// the API's own one-line message (never the raw body: an HTML page or a JSON
+// document says nothing more to a user).
+type StatusError struct {
+	Status  int
+	Message string // the API's message, "" when the body had none
+	Err     error  // the SDK's error
+}
+
+func (e *StatusError) Error() string {
+	s := strconv.Itoa(e.Status)
+	if t := http.StatusText(e.Status); t != "" {
+		s += " " + t
+	}
+	if e.Message != "" && !strings.EqualFold(e.Message, http.StatusText(e.Status)) {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+func (e *StatusError) Unwrap() error { return e.Err }

@@ -115,10 +115,13 @@ func (s *Server) anthropic(w http.ResponseWriter, rep Reply) {
 		for _, p := range pieces(rep.Text, rep.Chunks) {
 			blockDelta(map[string]any{"type": "text_delta", "text": p})
 		}
+		rep.stall()
 		if rep.CutAfterText {
 			return
 		}
 		blockStop()
+	} else {
+		rep.stall()
 	}
 	if rep.CutAfterText {
 		return

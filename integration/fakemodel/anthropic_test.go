@@ -263,3 +263,41 @@ func TestAnthropicRecordsRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestAnthropicStallHoldsTheStreamMidAnswer(t *testing.T) {
+	t.Parallel()
+	stall := make(chan struct{})
+	s := fakemodel.New(t, fakemodel.Reply{Text: "thinking out loud", Stall: stall, ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "bash", Input: `{}`}}})
+	res := postAnthropic(t, s.URL, `{"model":"m","max_tokens":10,"stream":true,"messages":[]}`)
+	// The text's delta arrives while the stream is held.
+	br := bufio.NewReader(res.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before the text: %v", err)
+		}
+		if strings.Contains(line, "thinking out loud") {
+			break
+		}
+	}
+	close(stall)
+	rest := readAnthropicEvents(t, br)
+	if got := anthropicNames(rest); !strings.HasPrefix(got, "content_block_stop content_block_start content_block_delta") || !strings.HasSuffix(got, "message_delta message_stop") {
+		t.Errorf("after the stall: %s", got)
+	}
+}
+
+func TestSetModelsAnswersTheListing(t *testing.T) {
+	t.Parallel()
+	s := fakemodel.New(t)
+	s.SetModels(http.StatusNotFound, "<!DOCTYPE html><html><body>Not Found</body></html>")
+	res, err := http.Get(s.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusNotFound || !strings.HasPrefix(string(body), "<!DOCTYPE html>") || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("%d %s %q", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+}

@@ -145,12 +145,15 @@ func (s *Server) responses(w http.ResponseWriter, rep Reply) {
 		for _, p := range pieces(rep.Text, rep.Chunks) {
 			emit("response.output_text.delta", map[string]any{"item_id": id, "output_index": index, "content_index": 0, "delta": p, "logprobs": []any{}})
 		}
+		rep.stall()
 		if rep.CutAfterText {
 			return
 		}
 		emit("response.output_text.done", map[string]any{"item_id": id, "output_index": index, "content_index": 0, "text": rep.Text, "logprobs": []any{}})
 		emit("response.content_part.done", map[string]any{"item_id": id, "output_index": index, "content_index": 0, "part": part(rep.Text)})
 		done(map[string]any{"id": id, "type": "message", "status": "completed", "role": "assistant", "content": []any{part(rep.Text)}})
+	} else {
+		rep.stall()
 	}
 	if rep.CutAfterText {
 		return
@@ -226,6 +229,7 @@ func (s *Server) chat(w http.ResponseWriter, rep Reply) {
 			delta(map[string]any{"content": p}, nil)
 		}
 	}
+	rep.stall()
 	if rep.CutAfterText {
 		return
 	}

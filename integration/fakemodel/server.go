@@ -46,6 +46,23 @@ type Reply struct {
 	// while it waits for the model.
 	Reached chan struct{}
 	Hold    <-chan struct{}
+	// Stall, when set, stops the stream after the reasoning and text
+	// deltas (before the text ends and the tool calls come) until it is
+	// closed or the client gives up: a model caught mid-answer.
+	Stall <-chan struct{}
+
+	gone <-chan struct{} // the request's end, set when it arrives
+}
+
+// stall waits for Stall, if set.
+func (rep Reply) stall() {
+	if rep.Stall == nil {
+		return
+	}
+	select {
+	case <-rep.Stall:
+	case <-rep.gone:
+	}
 }
 
 // ToolCall is one tool call the model makes.
@@ -79,6 +96,16 @@ type Server struct {
 	requests []Request
 	busy     time.Duration
 	srv      *httptest.Server
+	// models, when set, answers GET .../models instead of the usual list.
+	models *Reply
+}
+
+// SetModels makes GET .../models answer with status and body (as is, with
+// its content type guessed: an HTML page, a JSON error).
+func (s *Server) SetModels(status int, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = &Reply{Status: status, Text: body}
 }
 
 // Busy is the total time the server spent answering model calls, so a
@@ -159,7 +186,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models"):
 		s.mu.Lock()
 		s.requests = append(s.requests, req)
+		models := s.models
 		s.mu.Unlock()
+		if models != nil {
+			w.Header().Set("Content-Type", http.DetectContentType([]byte(models.Text)))
+			w.WriteHeader(models.Status)
+			io.WriteString(w, models.Text)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-large","object":"model","type":"model"},{"id":"fake-small","object":"model","type":"model"}]}`)
 	case strings.HasSuffix(r.URL.Path, "/messages"):
@@ -176,6 +210,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // delayed closes rep.Reached, waits for rep.Hold and rep.Delay (or until
 // the client gives up) and returns rep.
 func delayed(r *http.Request, rep Reply) Reply {
+	rep.gone = r.Context().Done()
 	if rep.Reached != nil {
 		close(rep.Reached)
 	}

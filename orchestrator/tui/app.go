@@ -104,11 +104,12 @@ type App struct {
 	opts Options
 	root *os.Root // the workspace, read for approval previews
 
-	pump chan tea.Msg  // to the program, in order, through one goroutine
-	stop chan struct{} // closed when Run ends: nothing waits on the UI then
-	out  *printQueue   // transcript lines to print above the program
-	rec  *recorder
-	once sync.Once
+	pump   chan tea.Msg  // to the program, in order, through one goroutine
+	stop   chan struct{} // closed when Run ends: nothing waits on the UI then
+	out    *printQueue   // transcript lines to print above the program
+	reflow *reflowWriter // the terminal, as Bubble Tea writes to it
+	rec    *recorder
+	once   sync.Once
 
 	askSeq atomic.Int64 // numbers the questions of the ask tool
 }
@@ -129,11 +130,12 @@ func New(opts Options) (*App, error) {
 		opts.Output = os.Stdout
 	}
 	a := &App{
-		opts: opts,
-		root: root,
-		pump: make(chan tea.Msg, 1024),
-		stop: make(chan struct{}),
-		out:  newPrintQueue(),
+		opts:   opts,
+		root:   root,
+		pump:   make(chan tea.Msg, 1024),
+		stop:   make(chan struct{}),
+		out:    newPrintQueue(),
+		reflow: newReflowWriter(opts.Output),
 	}
 	a.rec = newRecorder(opts.Store, opts.Record, func(err error) { a.post(noticeMsg{text: "saving the session failed: " + err.Error()}) })
 	return a, nil
@@ -262,7 +264,7 @@ func (a *App) Run(ctx context.Context, sess Session) (Result, error) {
 	p := tea.NewProgram(m,
 		tea.WithContext(ctx),
 		tea.WithInput(a.opts.Input),
-		tea.WithOutput(a.opts.Output),
+		tea.WithOutput(a.reflow.output()),
 		tea.WithoutSignalHandler(),
 	)
 	var bg sync.WaitGroup

@@ -2,20 +2,15 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/huh"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 )
-
-// ownAnswer is the picker's "type your own answer..." entry.
-const ownAnswer = -1
 
 // askMsg brings a question of the ask tool to the UI; reply takes the
 // answer (nil: dismissed).
@@ -49,57 +44,49 @@ func (a *App) ask(ctx context.Context, q sessiontools.Question) ([]string, error
 	}
 }
 
-// askPrompt is an open question: a picker of the options (one or several)
-// with a "type your own answer..." entry, or a text field.
+// ownAnswerLabel is the picker's last entry.
+const ownAnswerLabel = "type your own answer..."
+
+// askPrompt is an open question: a picker of the options (one, or several
+// marked with x) with a "type your own answer..." entry, or a text field.
 type askPrompt struct {
 	msg    askMsg
-	typing bool  // the text field is open
-	choice int   // the picker's value (an option's index, or ownAnswer)
-	chosen []int // the values of a multiple-choice picker
+	typing bool // the text field is open
+	pick   *picker
 	text   string
-	sel    *huh.Select[int]
 	form   *huh.Form
+	err    string // why enter did nothing (a multiple choice with none marked)
 }
 
-func newAskPrompt(msg askMsg, width int) *askPrompt {
-	p := &askPrompt{msg: msg}
-	p.build(width, len(msg.q.Options) == 0)
+func newAskPrompt(msg askMsg) *askPrompt {
+	p := &askPrompt{msg: msg, pick: &picker{multi: msg.q.Multiple}}
+	for _, o := range msg.q.Options {
+		p.pick.items = append(p.pick.items, pickItem{label: o.Label, detail: o.Detail})
+	}
+	p.pick.items = append(p.pick.items, pickItem{label: ownAnswerLabel})
+	if len(msg.q.Options) == 0 {
+		p.openText()
+	}
 	return p
 }
 
-// build makes the form: the text field when typing, else the picker.
-func (p *askPrompt) build(width int, typing bool) {
-	p.typing = typing
-	opts := make([]huh.Option[int], 0, len(p.msg.q.Options)+1)
-	for i, o := range p.msg.q.Options {
-		opts = append(opts, huh.NewOption(o.Label, i))
-	}
-	opts = append(opts, huh.NewOption("type your own answer...", ownAnswer))
-	var field huh.Field
-	switch {
-	case typing:
-		field = huh.NewInput().Placeholder("your answer").Value(&p.text)
-	case p.msg.q.Multiple:
-		field = huh.NewMultiSelect[int]().Options(opts...).Value(&p.chosen).Height(len(opts) + 1).
-			Validate(func(v []int) error {
-				if len(v) == 0 {
-					return errors.New("choose at least one (x toggles), or esc to skip")
-				}
-				return nil
-			})
-	default:
-		p.sel = huh.NewSelect[int]().Options(opts...).Value(&p.choice).Height(len(opts) + 1)
-		field = p.sel
-	}
-	p.form = huh.NewForm(huh.NewGroup(field)).WithShowHelp(false).WithTheme(formTheme()).WithWidth(max(width-6, 20))
+// own is the index of "type your own answer...".
+func (p *askPrompt) own() int { return len(p.msg.q.Options) }
+
+// openText opens the text field.
+func (p *askPrompt) openText() tea.Cmd {
+	p.typing, p.text = true, ""
+	p.form = huh.NewForm(huh.NewGroup(huh.NewInput().Placeholder("your answer").Value(&p.text))).
+		WithShowHelp(false).WithTheme(formTheme())
+	return p.form.Init()
 }
 
 // answer is what the user chose and typed, in order.
 func (p *askPrompt) answer() []string {
 	var out []string
-	picked := p.chosen
+	picked := p.pick.marked()
 	if !p.msg.q.Multiple && len(p.msg.q.Options) > 0 {
-		picked = []int{p.choice}
+		picked = []int{p.pick.sel}
 	}
 	for _, i := range picked {
 		if i >= 0 && i < len(p.msg.q.Options) {
@@ -112,12 +99,52 @@ func (p *askPrompt) answer() []string {
 	return out
 }
 
-// wantsText says the picker's answer includes "type your own answer...".
+// wantsText says the answer includes "type your own answer...".
 func (p *askPrompt) wantsText() bool {
 	if p.msg.q.Multiple {
-		return slices.Contains(p.chosen, ownAnswer)
+		return slices.Contains(p.pick.marked(), p.own())
 	}
-	return p.choice == ownAnswer
+	return p.pick.sel == p.own()
+}
+
+// key: esc leaves the text field for the options, or dismisses the
+// question; enter chooses.
+func (p *askPrompt) key(m *Model, k tea.KeyMsg) tea.Cmd {
+	if k.Type == tea.KeyEsc {
+		if p.typing && len(p.msg.q.Options) > 0 {
+			p.typing, p.form, p.text = false, nil, ""
+			return nil
+		}
+		return m.answerAsk(nil)
+	}
+	if p.typing {
+		return p.update(m, k)
+	}
+	enter, _ := p.pick.key(k)
+	if !enter {
+		p.err = ""
+		return nil
+	}
+	if p.msg.q.Multiple && len(p.pick.marked()) == 0 {
+		p.err = "choose at least one (x marks), or esc to skip"
+		return nil
+	}
+	if p.wantsText() {
+		return p.openText()
+	}
+	return m.answerAsk(p.answer())
+}
+
+func (p *askPrompt) update(m *Model, msg tea.Msg) tea.Cmd {
+	if !p.typing || p.form == nil {
+		return nil
+	}
+	f, cmd := p.form.Update(msg)
+	p.form = f.(*huh.Form)
+	if p.form.State == huh.StateCompleted {
+		return tea.Batch(cmd, m.answerAsk(p.answer()))
+	}
+	return cmd
 }
 
 // plainMarkers drops inline Markdown markers from the question's line in
@@ -131,8 +158,11 @@ func (m *Model) showAsk(msg askMsg) tea.Cmd {
 		return nil
 	}
 	m.flushLive(true)
-	m.ask = newAskPrompt(msg, m.contentWidth())
-	return m.ask.form.Init()
+	m.ask = newAskPrompt(msg)
+	if m.ask.form != nil {
+		return m.ask.form.Init()
+	}
+	return nil
 }
 
 // answerAsk replies to the shown question (nil: dismissed) and opens the
@@ -147,8 +177,9 @@ func (m *Model) answerAsk(ans []string) tea.Cmd {
 	if len(ans) > 0 {
 		label = strings.Join(ans, ", ")
 	}
-	question := plainMarkers.Replace(firstLine(p.msg.q.Text))
-	m.printLine(m.st.user.Render(cut("? "+question, m.contentWidth())), m.st.dim.Render(cut("  "+label, m.contentWidth())))
+	question := plainMarkers.Replace(firstLine(clean(p.msg.q.Text)))
+	w := m.contentWidth()
+	m.printLine(m.st.user.Render(cut("? "+question, w)), m.st.dim.Render(cut("  "+clean(label), w)))
 	reply := p.msg.reply
 	cmds := []tea.Cmd{func() tea.Msg {
 		select {
@@ -180,61 +211,50 @@ func (m *Model) dropAsk(id int) tea.Cmd {
 	return nil
 }
 
-// askKey handles a key while a question is open. Esc leaves the text field
-// for the picker, or dismisses the question.
-func (m *Model) askKey(k tea.KeyMsg) tea.Cmd {
-	p := m.ask
-	if k.Type == tea.KeyEsc {
-		if p.typing && len(p.msg.q.Options) > 0 {
-			p.text = ""
-			p.build(m.contentWidth(), false)
-			return p.form.Init()
-		}
-		return m.answerAsk(nil)
-	}
-	return m.askUpdate(k)
-}
-
-// askUpdate passes a message to the question's form and acts on its end.
-func (m *Model) askUpdate(msg tea.Msg) tea.Cmd {
-	p := m.ask
-	f, cmd := p.form.Update(msg)
-	p.form = f.(*huh.Form)
-	if p.form.State != huh.StateCompleted {
-		return cmd
-	}
-	if !p.typing && p.wantsText() {
-		p.build(m.contentWidth(), true)
-		return tea.Batch(cmd, p.form.Init())
-	}
-	return tea.Batch(cmd, m.answerAsk(p.answer()))
-}
-
-// askView is the question's panel.
-func (m *Model) askView() string {
-	p := m.ask
-	w := m.contentWidth()
-	inner := max(w-4, 16)
-	lines := []string{m.st.warn.Bold(true).Render("shiro is asking")}
-	if q := strings.TrimSpace(m.md.render(p.msg.q.Text, inner)); q != "" {
-		lines = append(lines, q)
-	}
-	lines = append(lines, "", p.form.View())
-	if p.sel != nil && !p.typing {
-		if i, ok := p.sel.Hovered(); ok && i >= 0 && i < len(p.msg.q.Options) && p.msg.q.Options[i].Detail != "" {
-			lines = append(lines, m.st.dim.Render(ansi.Wrap(p.msg.q.Options[i].Detail, inner, "")))
+// view is the question's panel: the question (scrolled when long), the
+// picker or the field, the highlighted option's detail, the keys.
+func (p *askPrompt) view(m *Model, width, height int) []string {
+	inner := max(width-4, 10)
+	body := []string{m.st.warn.Bold(true).Render("shiro is asking")}
+	question := rows(inner, strings.TrimSpace(m.md.render(clean(p.msg.q.Text), inner)))
+	var detail []string
+	if !p.typing {
+		if d := p.pick.items[p.pick.sel].detail; d != "" {
+			detail = rows(inner, m.st.dim.Render(clean(d)))
 		}
 	}
+	if p.err != "" {
+		detail = append(detail, m.st.errText.Render(cut(p.err, inner)))
+	}
+	// Borders and help take three rows; the choices what they need; the
+	// question the rest, at least three rows.
+	var choices []string
+	if p.typing {
+		p.form = p.form.WithWidth(inner)
+		choices = strings.Split(p.form.View(), "\n")
+	} else {
+		room := max(height-3-1-len(detail)-1-min(len(question), 3), 3)
+		choices = p.pick.view(m.st, inner, room)
+	}
+	qroom := max(height-3-1-1-len(choices)-len(detail), 2)
+	if len(question) > qroom {
+		question = append(question[:qroom-1], m.st.dim.Render(cut("...", inner)))
+	}
+	body = append(body, question...)
+	body = append(body, "")
+	body = append(body, choices...)
+	body = append(body, detail...)
 	help := "up/down move | enter choose | esc skip"
 	switch {
 	case p.typing && len(p.msg.q.Options) > 0:
 		help = "enter send | esc back to the options"
 	case p.typing:
 		help = "enter send | esc skip"
-	case p.msg.q.Multiple && len(p.chosen) > 0:
-		help = fmt.Sprintf("up/down move | x toggle | enter: submit %d | esc skip", len(p.chosen))
+	case p.msg.q.Multiple && len(p.pick.marked()) > 0:
+		help = fmt.Sprintf("up/down move | x mark | enter: submit %d | esc skip", len(p.pick.marked()))
 	case p.msg.q.Multiple:
-		help = "up/down move | x toggle | esc skip"
+		help = "up/down move | x mark | esc skip"
 	}
-	return m.st.askBox.Width(max(w-2, 10)).Render(strings.Join(lines, "\n")) + "\n" + m.st.dim.Render(help)
+	box := m.st.askBox.Width(max(width-2, 10)).Render(strings.Join(body, "\n"))
+	return append(strings.Split(box, "\n"), m.guardHelp(help, width))
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
@@ -206,7 +207,7 @@ func TestCtrlCInterruptsTheCommandAndTheTurnGoesOn(t *testing.T) {
 		t.Fatal("ctrl-c with a command running quit")
 	}
 	printed := f.printed()
-	for _, want := range []string{"interrupted: sleep 100", "x bash(interrupted: interrupted by the user)", "It was interrupted."} {
+	for _, want := range []string{"interrupted: sleep 100", "x bash(sleep 100) · interrupted: interrupted by the user", "It was interrupted."} {
 		if !strings.Contains(printed, want) {
 			t.Errorf("transcript lacks %q:\n%s", want, printed)
 		}
@@ -249,14 +250,18 @@ func TestCtrlC(t *testing.T) {
 			t.Error("forced")
 		}
 	})
-	t.Run("a third in a row forces the exit", func(t *testing.T) {
+	t.Run("a second in a row quits mid-turn, a third forces the exit", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, 80)
 		f.m.busy = true
 		f.m.turn.tools = []activeTool{{id: "1", name: "bash", summary: "sleep 1", running: true}}
-		f.send(key(ctrlC), key(ctrlC))
-		if f.m.forced {
-			t.Fatal("forced after two")
+		f.send(key(ctrlC))
+		if f.m.quitting {
+			t.Fatal("the first ctrl-c with a command running quit")
+		}
+		f.send(key(ctrlC))
+		if !f.m.quitting || f.m.forced {
+			t.Fatalf("after two: quitting %v, forced %v", f.m.quitting, f.m.forced)
 		}
 		f.send(key(ctrlC))
 		if !f.m.forced {
@@ -268,9 +273,23 @@ func TestCtrlC(t *testing.T) {
 		f := newFixture(t, 80)
 		f.m.busy = true
 		f.m.turn.tools = []activeTool{{id: "1", name: "bash", running: true}}
-		f.send(key(ctrlC), key(ctrlC), runes("x"), key(ctrlC))
+		f.send(key(ctrlC), runes("x"), key(ctrlC), runes("y"), key(ctrlC))
 		if f.m.forced || f.m.quitting {
 			t.Error("quit although the presses were not in a row")
+		}
+	})
+	t.Run("presses more than a second apart do not quit", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 80)
+		now := time.Unix(1000, 0)
+		f.m.clock = func() time.Time { return now }
+		f.m.busy = true
+		f.m.turn.tools = []activeTool{{id: "1", name: "bash", running: true}}
+		f.send(key(ctrlC))
+		now = now.Add(1500 * time.Millisecond)
+		f.send(key(ctrlC))
+		if f.m.quitting {
+			t.Error("two presses 1.5 s apart quit")
 		}
 	})
 }
@@ -302,6 +321,11 @@ func TestApprovals(t *testing.T) {
 		if n := write.callCount(); n != 4 {
 			t.Errorf("%d writes ran, want 4 (once, always, then two without asking)", n)
 		}
+		// /tools says so.
+		f.m.runCommand("/tools")
+		if !strings.Contains(f.m.info.body, "write_file       core       allowed") {
+			t.Errorf("/tools does not show the grant:\n%s", f.m.info.body)
+		}
 		// A new session-wide decision: n denies.
 		f2 := newFixture(t, 100)
 		edit := &fakeTool{name: "edit_file", gated: true}
@@ -312,7 +336,7 @@ func TestApprovals(t *testing.T) {
 		l2.until("the approval", func(m *Model) bool { return m.approval != nil })
 		l2.key(key(esc))
 		l2.until("the turn to end", func(m *Model) bool { return !m.busy })
-		if edit.callCount() != 0 || !strings.Contains(f2.printed(), "x edit_file(denied)") {
+		if edit.callCount() != 0 || !strings.Contains(f2.printed(), "x edit_file denied: a.txt") {
 			t.Errorf("esc did not deny: %d calls\n%s", edit.callCount(), f2.printed())
 		}
 	})
@@ -431,20 +455,20 @@ func TestCommands(t *testing.T) {
 			orchestrator.OfferedTool{Name: "mcp__docs__search", Kind: orchestrator.KindMCP, Gated: true})
 		f.m.runCommand("/tools")
 		body := f.m.info.body
-		for _, want := range []string{"9 offered this turn of 17 registered", "multi_edit        edit-plus  asks  withheld", "current_time      plugin",
+		for _, want := range []string{"9 offered this turn of 17 registered", "multi_edit        edit-plus  asks    withheld", "current_time      plugin",
 			"todo_write        session    free", "mcp__docs__search mcp        asks"} {
 			if !strings.Contains(body, want) {
 				t.Errorf("/tools lacks %q:\n%s", want, body)
 			}
 		}
 	})
-	t.Run("resume without an id shows the usage", func(t *testing.T) {
+	t.Run("resume without an id offers the sessions", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, 100)
-		f.m.runCommand("/resume")
-		if !strings.Contains(f.printed(), "usage: /resume <session-id>") {
-			t.Errorf("printed:\n%s", f.printed())
-		}
+		l := f.loop()
+		l.typeText("/resume")
+		l.key(key(enter))
+		l.until("the answer", func(m *Model) bool { return strings.Contains(f.printed(), "no saved sessions to resume") })
 	})
 	t.Run("compact replaces the history", func(t *testing.T) {
 		t.Parallel()
@@ -506,7 +530,7 @@ func TestRunStopsEverythingItStarted(t *testing.T) {
 	}()
 	keys("hello\r")
 	<-started
-	keys("\x03") // ctrl-c: no command runs, so it quits and aborts the turn
+	keys("\x03\x03") // ctrl-c twice: it quits mid-turn and aborts the turn
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
+	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/tools"
 )
 
@@ -43,7 +44,7 @@ func commands() []*command {
 		{name: "plugins", summary: "active and failed plugins", offline: true, run: (*Model).cmdPlugins},
 		{name: "mcp", summary: "MCP servers and their tools", offline: true, run: (*Model).cmdMCP},
 		{name: "sessions", summary: "the last 15 sessions", offline: true, run: (*Model).cmdSessions},
-		{name: "resume", args: "<session-id>", summary: "load a session by id or prefix", offline: true, run: (*Model).cmdResume},
+		{name: "resume", args: "[id]", summary: "load a session by id or prefix (no id: pick one)", offline: true, run: (*Model).cmdResume},
 		{name: "save", summary: "save the session now", offline: true, run: (*Model).cmdSave},
 		{name: "clear", summary: "start over: empty history, clear the screen", offline: true, run: (*Model).cmdClear},
 		{name: "exit", aliases: []string{"quit"}, summary: "quit shiro", offline: true, run: (*Model).cmdExit},
@@ -117,13 +118,17 @@ func (m *Model) cmdHelp(string) tea.Cmd {
 		fmt.Fprintf(&b, "%-22s %s\n", name, c.summary)
 	}
 	b.WriteString(`
-enter       send (while a turn runs: queue for the next turn)
-esc         abort the turn and clear the queue; close a menu or panel
-ctrl-c      kill the running command (the turn goes on); quit when idle
-ctrl-r      show or hide the model's reasoning
-up/down     prompt history; move in a menu
+enter       send (while a turn runs: queue it for the next turn)
+esc         cancel the turn and drop the queue; close a menu or panel
+ctrl-c      kill the running command (the turn goes on); else clear the input; else cancel the turn; quit when idle with an empty input; twice within a second: quit from anywhere
+ctrl-r      show or hide the reasoning while the model thinks
+ctrl-o      a finished command's whole output or a step's reasoning (again: the one before)
+up/down     prompt history; the lines of a long prompt; move in a menu; scroll a panel
+pgup/pgdn   scroll a panel or an approval's diff
 tab         complete a command or path
-@path       pick a file; ctrl-a/e/k/u/w edit the line; ctrl-j new line`)
+@path       pick a file (tab or enter inserts it)
+ctrl-a/e    start or end of the line; ctrl-k/u/w delete to the end, the start, a word; ctrl-j a new line
+forms       keys typed while a form opens go to your draft until you pause`)
 	m.info = &infoPanel{title: "help", body: b.String()}
 	return nil
 }
@@ -163,13 +168,23 @@ func (m *Model) cmdTools(string) tea.Cmd {
 		width = max(width, len(r.Name))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d offered this turn of %d registered\n\n", len(offered), len(rows))
+	fmt.Fprintf(&b, "%d offered this turn of %d registered (allowed: always allowed this session)\n\n", len(offered), len(rows))
 	for _, r := range rows {
 		gate := "free"
-		if r.Gated {
+		switch {
+		case r.Gated && m.rt.sess.Agent().Allowed(r.Name):
+			gate = "allowed"
+		case r.Gated && m.cfg.Yolo:
+			gate = "yolo"
+		case r.Gated:
 			gate = "asks"
 		}
-		fmt.Fprintf(&b, "%-*s %-10s %-5s %s\n", width, r.Name, r.Kind, gate, state[r.Name])
+		fmt.Fprintf(&b, "%-*s %-10s %-7s %s\n", width, r.Name, r.Kind, gate, state[r.Name])
+	}
+	for _, r := range rows {
+		if p := m.rt.sess.Agent().AllowedPrefixes(r.Name); len(p) > 0 {
+			fmt.Fprintf(&b, "\n%s allowed this session for %s", r.Name, prefixList(p))
+		}
 	}
 	m.info = &infoPanel{title: "tools", body: strings.TrimRight(b.String(), "\n")}
 	return nil
@@ -334,14 +349,36 @@ func (m *Model) cmdMCP(string) tea.Cmd {
 	return nil
 }
 
-func (m *Model) cmdSessions(string) tea.Cmd { return m.rt.listSessions() }
+func (m *Model) cmdSessions(string) tea.Cmd { return m.rt.listSessions(false) }
 
 func (m *Model) cmdResume(arg string) tea.Cmd {
 	if arg == "" {
-		m.printError("usage: /resume <session-id>")
-		return nil
+		return m.rt.listSessions(true)
 	}
 	return m.rt.resume(arg)
+}
+
+// openSessionPicker offers the saved sessions to resume (/resume with no
+// id).
+func (m *Model) openSessionPicker(msg sessionsMsg) tea.Cmd {
+	if len(msg.recs) == 0 {
+		m.printInfo("no saved sessions to resume")
+		return nil
+	}
+	pick := &picker{}
+	for i, r := range msg.recs {
+		pick.items = append(pick.items, pickItem{label: sessionLine(r, msg.counts[i])})
+	}
+	return m.openForm(&formModal{
+		title: "Resume which session?",
+		pick:  pick,
+		done:  func(m *Model) tea.Cmd { return m.rt.resume(msg.recs[pick.sel].ID) },
+	})
+}
+
+// sessionLine describes a saved session: id, date, messages, title.
+func sessionLine(r store.Record, n int) string {
+	return fmt.Sprintf("%s  %s  %dmsg  %s", r.ID[:8], r.UpdatedAt.Local().Format("2006-01-02 15:04"), n, clean(r.Title))
 }
 
 func (m *Model) cmdSave(string) tea.Cmd { return m.rt.save() }
@@ -357,14 +394,18 @@ func (m *Model) cmdExit(string) tea.Cmd {
 func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case modelsMsg:
+		note := ""
 		if msg.warning != "" {
-			m.printLine(m.st.warn.Render("could not list models: " + msg.warning))
+			note = "could not list models: " + msg.warning
 		}
 		if len(msg.ids) == 0 {
+			if note != "" {
+				m.printLine(m.st.warn.Render(cut(clean(note), m.contentWidth())))
+			}
 			m.printError("no models to pick from - use /model <id> or /provider")
 			return nil
 		}
-		return m.openModelPicker(msg.ids)
+		return m.openModelPicker(msg.ids, note)
 	case modelSetMsg:
 		if msg.err != nil {
 			m.printError(msg.err.Error())
@@ -378,9 +419,12 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 			m.printError(msg.err.Error())
 			return nil
 		}
+		if msg.pick {
+			return m.openSessionPicker(msg)
+		}
 		var b strings.Builder
 		for i, r := range msg.recs {
-			fmt.Fprintf(&b, "%s  %s  %dmsg  %s\n", r.ID[:8], r.UpdatedAt.Local().Format("2006-01-02 15:04"), msg.counts[i], r.Title)
+			b.WriteString(sessionLine(r, msg.counts[i]) + "\n")
 		}
 		body := strings.TrimRight(b.String(), "\n")
 		if body == "" {

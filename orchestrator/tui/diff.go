@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// Diff view limits (spec §17.8).
+// Diff view limits (spec §17.8; every row is kept: the approval prompt
+// scrolls them).
 const (
 	diffContext = 2
-	diffMaxRows = 40
 	// diffMaxCells bounds the LCS table; a bigger change is shown as the
 	// old lines removed and the new ones added.
 	diffMaxCells = 1 << 22
@@ -106,7 +106,7 @@ type diffRow struct {
 }
 
 // diffRows collapses unchanged lines further than diffContext from a
-// change and caps the rows at diffMaxRows. It also counts the changes.
+// change. It also counts the changes.
 func diffRows(ops []diffOp) (rows []diffRow, added, removed int) {
 	near := make([]bool, len(ops))
 	for i, op := range ops {
@@ -135,11 +135,5 @@ func diffRows(ops []diffOp) (rows []diffRow, added, removed int) {
 		}
 		rows = append(rows, diffRow{'.', fmt.Sprintf("... %d unchanged line(s)", n)})
 	}
-	if len(rows) > diffMaxRows {
-		more := len(rows) - diffMaxRows
-		rows = append(rows[:diffMaxRows:diffMaxRows], diffRow{'.', fmt.Sprintf("... %d more diff lines", more)})
-	}
 	return rows, added, removed
 }
-
-func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -12,7 +13,8 @@ import (
 // keys. It is a plain struct; the root model feeds it keys.
 type editor struct {
 	text   []rune
-	cursor int // index into text, 0..len(text)
+	cursor int      // index into text, 0..len(text)
+	pastes []string // long pastes, shown as placeholders (collapsePaste)
 }
 
 func (e *editor) Value() string { return string(e.text) }
@@ -21,6 +23,9 @@ func (e *editor) Value() string { return string(e.text) }
 func (e *editor) Set(s string) {
 	e.text = []rune(s)
 	e.cursor = len(e.text)
+	if s == "" {
+		e.pastes = nil
+	}
 }
 
 // SetCursor moves the cursor, clamped.
@@ -47,8 +52,12 @@ func (e *editor) Update(k tea.KeyMsg) bool {
 			rs = []rune{' '}
 		}
 		if k.Paste {
-			// A paste arrives whole; carriage returns become newlines.
+			// A paste arrives whole; carriage returns become newlines; a
+			// long one is shown collapsed.
 			rs = []rune(strings.ReplaceAll(strings.ReplaceAll(string(rs), "\r\n", "\n"), "\r", "\n"))
+			if e.collapsePaste(rs) {
+				return true
+			}
 		}
 		if k.Alt && !k.Paste {
 			return e.altKey(rs)
@@ -149,48 +158,131 @@ func (e *editor) wordRight() int {
 	return i
 }
 
-// View renders the input after prompt, wrapped to width, with the cursor
-// drawn by cursorStyle (nil: not drawn) and the placeholder shown when
-// empty.
-func (e *editor) View(prompt string, width int, placeholder string, st styles, showCursor bool) string {
-	cur := func(s string) string {
-		if !showCursor {
-			return s
-		}
-		return st.cursor.Render(s)
+// lineUp moves the cursor to the line above, keeping its column where the
+// line is long enough; false on the first line.
+func (e *editor) lineUp() bool {
+	start := e.lineStart(e.cursor)
+	if start == 0 {
+		return false
 	}
+	col := e.cursor - start
+	prev := e.lineStart(start - 1)
+	e.cursor = min(prev+col, start-1)
+	return true
+}
+
+// lineDown moves the cursor to the line below; false on the last line.
+func (e *editor) lineDown() bool {
+	end := e.lineEnd(e.cursor)
+	if end == len(e.text) {
+		return false
+	}
+	col := e.cursor - e.lineStart(e.cursor)
+	e.cursor = min(end+1+col, e.lineEnd(end+1))
+	return true
+}
+
+func (e *editor) lineStart(i int) int {
+	for i > 0 && e.text[i-1] != '\n' {
+		i--
+	}
+	return i
+}
+
+func (e *editor) lineEnd(i int) int {
+	for i < len(e.text) && e.text[i] != '\n' {
+		i++
+	}
+	return i
+}
+
+// pasteLines is the size from which a paste is shown collapsed.
+const pasteLines = 10
+
+// collapsePaste replaces a long paste by a placeholder the editor expands
+// when the prompt is sent; it reports whether it did.
+func (e *editor) collapsePaste(rs []rune) bool {
+	text := string(rs)
+	n := lineCount(text)
+	if n < pasteLines {
+		return false
+	}
+	e.pastes = append(e.pastes, text)
+	e.insert([]rune(fmt.Sprintf("[pasted text #%d, %d lines]", len(e.pastes), n)))
+	return true
+}
+
+// lineCount counts the lines of s, a final newline ending the last.
+func lineCount(s string) int { return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1 }
+
+// Expanded is the text with every paste placeholder still in it replaced
+// by what was pasted.
+func (e *editor) Expanded() string {
+	s := string(e.text)
+	for i, p := range e.pastes {
+		n := lineCount(p)
+		s = strings.Replace(s, fmt.Sprintf("[pasted text #%d, %d lines]", i+1, n), p, 1)
+	}
+	return s
+}
+
+// View renders the input after prompt, wrapped to width, in at most
+// maxRows rows around the cursor, with the cursor drawn and the
+// placeholder shown when empty.
+func (e *editor) View(prompt string, width int, placeholder string, st styles, maxRows int) []string {
+	cur := func(s string) string { return st.cursor.Render(s) }
 	if len(e.text) == 0 {
-		ph := placeholder
-		if ph == "" {
-			return prompt + cur(" ")
+		if placeholder == "" {
+			return []string{prompt + cur(" ")}
 		}
-		r := []rune(ph)
-		return prompt + cur(string(r[0])) + st.dim.Render(string(r[1:]))
+		r := []rune(placeholder)
+		return []string{cut(prompt+cur(string(r[0]))+st.dim.Render(string(r[1:])), width)}
 	}
-	// Build the logical lines with the cursor marked, then wrap each.
-	var b strings.Builder
-	b.WriteString(prompt)
+	// The logical lines, the cursor marked, each wrapped; the row holding
+	// the cursor is remembered.
 	indent := strings.Repeat(" ", ansi.StringWidth(prompt))
-	for i, r := range e.text {
-		if i == e.cursor {
-			if r == '\n' {
-				b.WriteString(cur(" "))
-			} else {
-				b.WriteString(cur(string(r)))
+	var out []string
+	cursorRow := 0
+	lineStart := 0
+	for lineStart <= len(e.text) {
+		end := e.lineEnd(lineStart)
+		var b strings.Builder
+		if lineStart == 0 {
+			b.WriteString(prompt)
+		} else {
+			b.WriteString(indent)
+		}
+		at := -1 // the cursor's offset in this line, if here
+		for i := lineStart; i < end; i++ {
+			r := e.text[i]
+			if i == e.cursor {
+				at = i
+				b.WriteString(cur(clean(string(r))))
 				continue
 			}
+			b.WriteString(clean(string(r)))
 		}
-		if r == '\n' {
-			b.WriteString("\n" + indent)
-			continue
+		if e.cursor == end {
+			at = end
+			b.WriteString(cur(" "))
 		}
-		b.WriteRune(r)
+		wrapped := []string{b.String()}
+		if width > 0 {
+			wrapped = strings.Split(ansi.Hardwrap(b.String(), width, true), "\n")
+		}
+		if at >= 0 {
+			col := ansi.StringWidth(indent) + ansi.StringWidth(clean(string(e.text[lineStart:at])))
+			cursorRow = len(out)
+			if width > 0 {
+				cursorRow += min(col/width, len(wrapped)-1)
+			}
+		}
+		out = append(out, wrapped...)
+		lineStart = end + 1
 	}
-	if e.cursor == len(e.text) {
-		b.WriteString(cur(" "))
+	if maxRows > 0 && len(out) > maxRows {
+		first := min(max(cursorRow-maxRows/2, 0), len(out)-maxRows)
+		out = out[first : first+maxRows]
 	}
-	if width <= 0 {
-		return b.String()
-	}
-	return ansi.Hardwrap(b.String(), width, true)
+	return out
 }

@@ -262,8 +262,9 @@ func TestOnboardingModelStep(t *testing.T) {
 	t.Run("nothing listed: a text field with the preset's model as the default", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, 100, func(o *Options) { o.Configured = false })
-		f.send(onboardModelsMsg{o: o, warning: "https://x/v1 returned 500."})
-		if f.m.form == nil || !strings.Contains(f.view(), "Model id") || !strings.Contains(f.printed(), "could not list models: https://x/v1 returned 500.") {
+		f.m.form = &formModal{waiting: true}
+		f.send(onboardModelsMsg{o: o, warning: "https://x/v1: 500 Internal Server Error"})
+		if f.m.form == nil || !strings.Contains(f.view(), "Model id") || !strings.Contains(f.view(), "could not list models: https://x/v1: 500 Internal Server Error") {
 			t.Fatalf("view:\n%s\nprinted:\n%s", f.view(), f.printed())
 		}
 	})
@@ -271,6 +272,7 @@ func TestOnboardingModelStep(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, 100, func(o *Options) { o.Configured = false })
 		l := f.loop()
+		f.m.form = &formModal{waiting: true}
 		l.deliver(onboardModelsMsg{o: o, ids: []string{"claude-haiku-5-5", "claude-sonnet-5-5"}})
 		if v := f.view(); !strings.Contains(v, "> claude-sonnet-5-5") || !strings.Contains(v, "type a model id myself...") {
 			t.Fatalf("the preset's model should be preselected:\n%s", v)
@@ -280,7 +282,7 @@ func TestOnboardingModelStep(t *testing.T) {
 		l.until("the text field", func(m *Model) bool { return m.form != nil && strings.Contains(f.view(), "Model id") })
 		l.typeText("claude-custom")
 		l.key(key(enter))
-		l.until("the provider to be saved", func(m *Model) bool { return strings.Contains(f.printed(), "provider: Anthropic (claude-custom)") })
+		l.until("the provider to be saved", func(m *Model) bool { return strings.Contains(f.printed(), "model: anthropic/claude-custom") })
 	})
 }
 

@@ -183,6 +183,8 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 	rt := &runtime{app: app, sess: sess, ctx: t.Context()}
 	m := newModel(rt, app.opts, newStyles(io.Discard, termenv.Ascii, false))
 	m.out.keep = true
+	// Keys answer forms at once; the type-ahead guard has its own tests.
+	m.guardFor = 0
 	m.opts.Workspace = "/work/project" // shown in the header; the real one is a temporary directory
 	m.Update(tea.WindowSizeMsg{Width: width, Height: 40})
 	m.sandboxReady(sandboxMsg{info: sandbox.Info{Kind: "docker", Image: "shiro-sandbox:test", Container: "shiro-ws-test"}})
@@ -213,16 +215,18 @@ func trimLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// send applies messages directly (no commands run).
+// send applies messages directly (no commands run), drawing the view
+// after each as Bubble Tea does.
 func (f *fixture) send(msgs ...tea.Msg) {
 	for _, msg := range msgs {
 		f.m.Update(msg)
+		f.m.View()
 	}
 }
 
 func (f *fixture) typeText(s string) {
 	for _, r := range s {
-		f.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+		f.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
 	}
 }
 

@@ -1,37 +1,43 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// key handles one key press.
+// quitWindow is how close together two ctrl-c must be to quit from
+// anywhere.
+const quitWindow = time.Second
+
+// key handles one key press. A form that is shown takes the keys, unless
+// its type-ahead guard sends them to the draft.
 func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	if k.Type == tea.KeyCtrlC {
 		return m.ctrlCPressed()
 	}
 	m.ctrlC = 0
-	switch {
-	case m.approval != nil:
-		return m.approvalKey(k)
-	case m.ask != nil:
-		return m.askKey(k)
-	case m.form != nil:
-		if k.Type == tea.KeyEsc {
-			f := m.form
-			m.form = nil
-			if f.cancel != nil {
-				return f.cancel(m)
-			}
-			return nil
+	if md := m.modal(); md != nil {
+		if !m.armed() {
+			return m.typeAhead(k)
 		}
-		return m.form.update(m, k)
+		m.byModal = true
+		return md.key(m, k)
 	}
-	if k.Type == tea.KeyCtrlR {
+	m.lastTyped = m.now()
+	switch k.Type {
+	case tea.KeyCtrlR:
 		if m.busy {
 			m.turn.expanded = !m.turn.expanded
 		}
+		return nil
+	case tea.KeyCtrlO:
+		m.showExpandable()
+		return nil
+	}
+	if m.info != nil && m.info.scroll.key(k, m.info.scroll.overflow) {
 		return nil
 	}
 	if items := m.fileMenu(); items != nil {
@@ -49,12 +55,11 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		case m.info != nil:
 			m.info = nil
 		case m.busy:
-			m.queue = nil
-			return m.rt.abort()
+			return m.cancelTurn("esc")
 		}
 		return nil
 	case tea.KeyEnter:
-		text := m.input.Value()
+		text := m.input.Expanded()
 		m.input.Set("")
 		m.history.entries = addHistory(m.history.entries, text)
 		m.history.reset()
@@ -65,15 +70,17 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		}
 		return tea.Batch(save, m.submit(text))
 	case tea.KeyUp:
-		if !strings.Contains(m.input.BeforeCursor(), "\n") {
+		if !m.input.lineUp() {
 			if s, ok := m.history.up(m.input.Value()); ok {
 				m.input.Set(s)
 			}
-			return nil
 		}
+		return nil
 	case tea.KeyDown:
-		if s, ok := m.history.down(); ok {
-			m.input.Set(s)
+		if !m.input.lineDown() {
+			if s, ok := m.history.down(); ok {
+				m.input.Set(s)
+			}
 		}
 		return nil
 	}
@@ -88,19 +95,77 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-// ctrlCPressed kills the command in flight (the turn goes on), or quits
-// when nothing runs; a third press in a row quits at once.
+// ctrlCPressed kills the running command; otherwise clears the input;
+// otherwise closes a form or cancels the turn; and quits when idle with an
+// empty input. A second press within quitWindow quits from anywhere, a
+// third at once (without waiting for the turn and the sandbox).
 func (m *Model) ctrlCPressed() tea.Cmd {
+	now := m.now()
+	if m.ctrlC > 0 && now.Sub(m.lastCtrlC) > quitWindow {
+		m.ctrlC = 0
+	}
 	m.ctrlC++
+	m.lastCtrlC = now
+	var cmd tea.Cmd
 	switch {
 	case m.ctrlC >= 3:
 		m.forced, m.quitting = true, true
 		return tea.Quit
+	case m.ctrlC == 2:
+		m.quitting = true
+		return tea.Quit
 	case m.busy && m.turn.running():
-		return m.rt.interrupt(m.turn.runningSummaries())
+		cmd = m.rt.interrupt(m.turn.runningSummaries())
+	case m.input.Value() != "":
+		m.input.Set("")
+		m.history.reset()
+		m.menu = menuState{}
+	case m.form != nil && !m.busy:
+		cmd = m.closeForm(true)
+	case m.busy:
+		cmd = m.cancelTurn("ctrl-c")
+	default:
+		m.quitting = true
+		return tea.Quit
 	}
-	m.quitting = true
-	return tea.Quit
+	m.quitHint = now.Add(quitWindow)
+	return tea.Batch(cmd, tea.Tick(quitWindow, func(time.Time) tea.Msg { return hintMsg{} }))
+}
+
+// cancelTurn aborts the running turn (esc, ctrl-c) and drops the queue,
+// saying what it dropped; the turn's end prints the marker.
+func (m *Model) cancelTurn(by string) tea.Cmd {
+	m.turn.cancelledBy = by
+	if n := len(m.queue); n > 0 {
+		what := make([]string, n)
+		for i, q := range m.queue {
+			what[i] = clip(strings.Join(strings.Fields(clean(q)), " "), 30)
+		}
+		unit := "prompts"
+		if n == 1 {
+			unit = "prompt"
+		}
+		m.printLine(m.st.notice.Render(cut(fmt.Sprintf("dropped %d queued %s: %s", n, unit, strings.Join(what, ", ")), m.contentWidth())))
+		m.queue = nil
+	}
+	return m.rt.abort()
+}
+
+// showExpandable opens the newest collapsed item (a command's output, a
+// step's reasoning) in the info panel; pressed again, the one before.
+func (m *Model) showExpandable() {
+	if len(m.expand) == 0 {
+		m.info = &infoPanel{title: "nothing to expand", body: "ctrl-o shows a finished command's whole output or a step's reasoning; there is none yet"}
+		return
+	}
+	if m.info != nil && m.info.expandable {
+		m.expandIdx = (m.expandIdx + 1) % len(m.expand)
+	} else {
+		m.expandIdx = 0
+	}
+	e := m.expand[len(m.expand)-1-m.expandIdx]
+	title := fmt.Sprintf("%s  (%d of %d)", e.title, m.expandIdx+1, len(m.expand))
+	m.info = &infoPanel{title: title, body: e.body, expandable: true}
 }
 
 // maybeIndexFiles starts the walk the first time an @ token appears.
@@ -149,16 +214,25 @@ func (m *Model) fileMenuKey(k tea.KeyMsg, items []string) (tea.Cmd, bool) {
 	return nil, false
 }
 
-// insertPath replaces the @ token with the path and a space, keeping what
-// follows the cursor.
+// insertPath replaces the @ token with the path (quoted when it holds
+// spaces or quotes) and a space, keeping what follows the cursor.
 func (m *Model) insertPath(p string) {
 	before := []rune(m.input.BeforeCursor())
 	start, _, _ := atToken(before)
 	after := m.input.text[m.input.cursor:]
-	text := string(before[:start]) + p + " "
+	text := string(before[:start]) + quotePath(p) + " "
 	m.input.Set(text + string(after))
 	m.input.SetCursor(len([]rune(text)))
 	m.menu = menuState{}
+}
+
+// quotePath quotes a path with white space or quotes in it, so that the
+// model reads it as one.
+func quotePath(p string) string {
+	if !strings.ContainsAny(p, " \t\"'\\") {
+		return p
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(p) + `"`
 }
 
 // commandMenu lists the commands matching the input while it is "/" and

@@ -38,6 +38,12 @@ func newGlamour(profile termenv.Profile, width int) *glamour.TermRenderer {
 	zero := uint(0)
 	style.Document.Margin = &zero
 	style.Document.BlockPrefix, style.Document.BlockSuffix = "", ""
+	// A level-one heading looks like the others ("# Plan" as "## Code"
+	// does), not a padded block with a background.
+	h1 := style.H2
+	h1.Prefix = "# "
+	h1.BlockSuffix = ""
+	style.H1 = h1
 	formatter := map[termenv.Profile]string{
 		termenv.Ascii:     "noop",
 		termenv.ANSI:      "terminal",

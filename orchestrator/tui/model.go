@@ -32,6 +32,7 @@ type Model struct {
 	out  *printQueue
 
 	width, height int
+	sized         bool // the terminal's size is known (or it is not a terminal)
 	cfg           config.Config
 	configured    bool
 	stats         stats
@@ -64,9 +65,21 @@ type Model struct {
 
 	printedLines int // transcript lines printed so far
 
-	ctrlC    int // ctrl-c presses in a row
-	quitting bool
-	forced   bool
+	// The type-ahead guard of the forms (guard.go).
+	clock     func() time.Time
+	guardFor  time.Duration
+	lastTyped time.Time // the last key that went to the input
+	byModal   bool      // the message being handled is the shown modal's: a key it took, or its own
+	guard     guard
+
+	expand    []expandable // what ctrl-o shows, oldest first
+	expandIdx int          // the one shown (counting back from the newest)
+
+	ctrlC     int       // ctrl-c presses in a row, each within a second of the last
+	lastCtrlC time.Time // the last one
+	quitHint  time.Time // "ctrl-c again to quit" shows until then
+	quitting  bool
+	forced    bool
 }
 
 // sandboxBox is the sandbox's state in the header and status bar.
@@ -92,9 +105,11 @@ type menuState struct {
 }
 
 // infoPanel is a command's output (esc dismisses it; the next submit
-// clears it).
+// clears it). A body taller than the room scrolls.
 type infoPanel struct {
 	title, body string
+	scroll      scroller
+	expandable  bool // an item of ctrl-o: ctrl-o again shows the one before
 }
 
 func newModel(rt *runtime, opts Options, st styles) *Model {
@@ -110,6 +125,11 @@ func newModel(rt *runtime, opts Options, st styles) *Model {
 		resumed:       len(opts.Record.Messages),
 		replayPending: len(opts.Record.Messages) > 0,
 		box:           sandboxBox{image: opts.SandboxImage, phase: "starting"},
+		clock:         time.Now,
+		guardFor:      guardInterval,
+	}
+	if _, terminal := rt.app.reflow.width(); !terminal {
+		m.sized = true // no size will come: draw for the defaults
 	}
 	if opts.Config.Sandbox.NoSandbox {
 		m.box.phase = "host"
@@ -131,7 +151,7 @@ func newModel(rt *runtime, opts Options, st styles) *Model {
 // Init loads the history, starts the sandbox and, when no provider is
 // configured, opens onboarding.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.rt.loadHistory()}
+	cmds := []tea.Cmd{m.rt.loadHistory(), m.rt.measureOverhead()}
 	if len(m.mcp) > 0 {
 		cmds = append(cmds, m.rt.watchMCP())
 	}
@@ -146,11 +166,21 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// Update is the one place state changes.
+// Update is the one place state changes. After every message the
+// type-ahead guard looks at the form shown.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m.byModal = false
+	cmd := m.update(msg)
+	if g := m.syncGuard(); g != nil {
+		cmd = tea.Batch(cmd, g)
+	}
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
+		m.width, m.height, m.sized = msg.Width, msg.Height, true
 		if m.replayPending && m.rt.sess != nil {
 			m.replayPending = false
 			m.replay(m.rt.sess.Agent().Messages())
@@ -158,30 +188,30 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if strings.TrimSpace(m.turn.raw) != "" {
 			m.turn.rendered = m.md.render(m.turn.raw, m.contentWidth())
 		}
-		return m, m.forwardToForm(msg)
+		return m.forwardToForm(msg)
 	case tea.KeyMsg:
-		return m, m.key(msg)
+		return m.key(msg)
 	case eventMsg:
-		return m, m.event(msg)
+		return m.event(msg)
 	case turnEndMsg:
-		return m, m.turnEnded(msg)
+		return m.turnEnded(msg)
 	case flushMsg:
 		if msg.turn == m.turnID {
 			m.turn.flushScheduled = false
 			m.flushLive(false)
 		}
-		return m, nil
+		return nil
 	case spinMsg:
 		if msg.turn != m.turnID || !m.busy {
-			return m, nil
+			return nil
 		}
 		m.turn.frame++
-		return m, spin(m.turnID)
+		return spin(m.turnID)
 	case approvalMsg:
-		return m, m.showApproval(msg)
+		return m.showApproval(msg)
 	case approvalGoneMsg:
 		m.dropApproval(msg.id)
-		return m, nil
+		return nil
 	case progressMsg:
 		if m.box.phase == "starting" || m.box.phase == "building" {
 			m.box.progress = msg.line
@@ -189,72 +219,75 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.box.phase = "building"
 			}
 		}
-		return m, nil
+		return nil
 	case noticeMsg:
 		m.printInfo(msg.text)
-		return m, nil
+		return nil
 	case sandboxMsg:
 		m.sandboxReady(msg)
-		return m, nil
+		return nil
 	case interruptedMsg:
 		if len(msg.names) > 0 {
 			m.printLine(m.st.notice.Render("interrupted: " + strings.Join(msg.what, ", ")))
 		}
-		return m, nil
+		return nil
 	case filesMsg:
 		m.files.loading, m.files.loaded, m.files.files = false, true, msg.files
 		if msg.err != nil {
 			m.files.err = msg.err.Error()
 		}
-		return m, nil
+		return nil
 	case historyMsg:
 		// Prompts submitted before the file was read stay newest.
 		m.history.entries = append(msg.entries, m.history.entries...)
 		m.history.reset()
-		return m, nil
+		return nil
 	case compactedMsg:
 		m.compacted(msg)
-		return m, nil
+		return nil
 	case askMsg:
-		return m, m.showAsk(msg)
+		return m.showAsk(msg)
 	case askGoneMsg:
-		return m, m.dropAsk(msg.id)
+		return m.dropAsk(msg.id)
 	case todosMsg:
 		m.todos = msg.items
-		return m, nil
+		return nil
 	case subagentMsg:
 		m.subagentEvent(msg.ev)
-		return m, nil
+		return nil
 	case onboardModelsMsg:
-		return m, m.pickOnboardingModel(msg)
+		return m.pickOnboardingModel(msg)
 	case mcpMsg:
 		m.mcp = msg.servers
 		m.stats = m.rt.stats()
-		return m, nil
+		return nil
 	case memoryMsg:
-		return m, m.memoryCompacted(msg)
+		return m.memoryCompacted(msg)
 	case notesMsg:
 		m.notes = len(msg.entries)
 		if msg.show {
 			m.showNotes(msg.entries)
 		}
-		return m, nil
+		return nil
 	case modelsMsg, modelSetMsg, sessionsMsg, resumedMsg, savedMsg, clearedMsg:
-		return m, m.commandResult(msg)
+		return m.commandResult(msg)
+	case armMsg:
+		return m.armTicked()
+	case hintMsg:
+		return nil // a redraw: the quit hint's time is over
+	case overheadMsg:
+		m.stats = m.rt.stats()
+		return nil
 	}
-	return m, m.forwardToForm(msg)
+	return m.forwardToForm(msg)
 }
 
-// forwardToForm passes a message to the open huh form (its own messages,
-// window sizes, blinks).
+// forwardToForm passes a message to the open form (a text field's own
+// messages, window sizes, blinks).
 func (m *Model) forwardToForm(msg tea.Msg) tea.Cmd {
-	switch {
-	case m.approval != nil:
-		return m.approval.update(m, msg)
-	case m.ask != nil:
-		return m.askUpdate(msg)
-	case m.form != nil:
-		return m.form.update(m, msg)
+	if md := m.modal(); md != nil {
+		m.byModal = true // what it opens next continues it (a text field completes asynchronously)
+		return md.update(m, msg)
 	}
 	return nil
 }
@@ -266,24 +299,32 @@ func spin(turn int) tea.Cmd {
 type (
 	flushMsg struct{ turn int }
 	spinMsg  struct{ turn int }
+	hintMsg  struct{}
 )
 
 // printLine queues transcript lines. The first one brings the header
-// along, so that it stays in the scrollback above the conversation.
+// along, so that it stays in the scrollback above the conversation. Every
+// line is scrubbed and cut into rows no wider than the terminal: a row the
+// terminal wraps itself is one the renderer cannot clear.
 func (m *Model) printLine(lines ...string) {
+	w := m.contentWidth()
 	if !m.printed {
 		m.printed = true
-		m.out.push(m.headerView(), "")
+		m.out.push(append(rows(w, m.headerView()), "")...)
 	}
-	for _, l := range lines {
-		m.printedLines += strings.Count(l, "\n") + 1
-	}
-	m.out.push(lines...)
+	r := rows(w, lines...)
+	m.printedLines += len(r)
+	m.out.push(r...)
 }
 
+// printInfo prints a dim line of the UI's own (its parts from outside
+// cleaned by the caller).
 func (m *Model) printInfo(text string) { m.printLine(m.st.info.Render(text)) }
 
-func (m *Model) printError(text string) { m.printLine(m.st.errText.Render("error: " + text)) }
+// printError prints an error: its first line, cleaned.
+func (m *Model) printError(text string) {
+	m.printLine(m.st.errText.Render("error: " + firstLine(clean(text))))
+}
 
 // sandboxReady records the end of the sandbox's start.
 func (m *Model) sandboxReady(msg sandboxMsg) {
@@ -324,7 +365,9 @@ func (m *Model) run(text string) tea.Cmd {
 		return m.runCommand(text)
 	}
 	if !m.configured {
-		m.printError(errNoProvider)
+		// The prompt stays in the input for when a provider is set up.
+		m.input.Set(text)
+		m.printError(errNoProvider + " (your prompt is kept)")
 		return nil
 	}
 	return m.startTurn(text)
@@ -337,8 +380,9 @@ func (m *Model) startTurn(prompt string) tea.Cmd {
 	if m.printed {
 		m.printLine("")
 	}
-	m.printLine(m.st.user.Render("> " + prompt))
+	m.printLine(m.st.user.Render("> " + clean(prompt)))
 	m.beginBusy()
+	m.turn.prompt = prompt
 	return tea.Batch(m.rt.startTurn(m.turnID, prompt), spin(m.turnID))
 }
 
@@ -349,12 +393,23 @@ func (m *Model) beginBusy() {
 	m.turn = turnState{}
 }
 
-// turnEnded drops the turn's live state and runs the next queued line.
+// turnEnded drops the turn's live state, says how it ended when it did
+// not end well, and runs the next queued line.
 func (m *Model) turnEnded(msg turnEndMsg) tea.Cmd {
 	if msg.turn != m.turnID {
 		return nil
 	}
+	m.endReasoning()
 	m.flushLive(true)
+	switch {
+	case m.turn.cancelledBy != "":
+		m.printLine(m.st.notice.Render("turn cancelled (" + m.turn.cancelledBy + ")"))
+	case msg.err != nil || m.turn.errText != "":
+		m.printLine(m.st.errText.Render(describeError(msg.err, m.turn.errText)))
+		if msg.unsent {
+			m.printInfo("the prompt was not kept: up, enter sends it again")
+		}
+	}
 	m.busy = false
 	m.turn = turnState{}
 	m.stats = m.rt.stats()
@@ -383,9 +438,10 @@ func (m *Model) showApproval(msg approvalMsg) tea.Cmd {
 		m.pending = append(m.pending, msg)
 		return nil
 	}
+	m.endReasoning()
 	m.flushLive(true)
-	m.approval = newApprovalPrompt(msg, m.width)
-	return m.approval.form.Init()
+	m.approval = newApprovalPrompt(msg)
+	return nil
 }
 
 // decide answers the shown approval and opens the next one.
@@ -423,7 +479,7 @@ func (m *Model) dropApproval(id string) {
 		if len(m.pending) > 0 {
 			next := m.pending[0]
 			m.pending = m.pending[1:]
-			m.approval = newApprovalPrompt(next, m.width)
+			m.approval = newApprovalPrompt(next)
 		}
 		return
 	}

@@ -9,7 +9,7 @@ import (
 
 // Sizes of the task and subagent panels.
 const (
-	progressWidth = 40 // the task bar's cells
+	progressWidth = 40 // the task bar's cells (fewer on a narrow terminal)
 	subagentSteps = 3  // steps shown per subagent
 	subStepCut    = 60 // a step's summary is cut here
 )
@@ -81,13 +81,13 @@ func (m *Model) subagentView() string {
 		if s.steps == 1 {
 			unit = "step"
 		}
-		head := fmt.Sprintf("%s %s %s  %d %s", mark, s.kind, s.description, s.steps, unit)
+		head := clean(fmt.Sprintf("%s %s %s  %d %s", mark, s.kind, s.description, s.steps, unit))
 		lines = append(lines, m.st.tool.Render(cut(head, inner)))
 		for _, step := range s.last {
-			lines = append(lines, m.st.dim.Render(cut("    "+step, inner)))
+			lines = append(lines, m.st.dim.Render(cut("    "+clean(step), inner)))
 		}
 		if s.err != "" {
-			lines = append(lines, m.st.errText.Render(cut("    "+firstLine(s.err), inner)))
+			lines = append(lines, m.st.errText.Render(cut("    "+firstLine(clean(s.err)), inner)))
 		}
 	}
 	return m.st.subBox.Width(max(w-2, 10)).Render(strings.Join(lines, "\n"))
@@ -100,9 +100,9 @@ func (m *Model) todoView() string {
 		return ""
 	}
 	w := m.contentWidth()
-	lines := []string{m.st.accent.Render("tasks ") + m.todoBar()}
+	lines := []string{cut(m.st.accent.Render("tasks ")+m.todoBar(min(progressWidth, w-26)), w)}
 	for _, t := range m.todos {
-		line := cut("  "+t.Line(), w)
+		line := cut("  "+clean(t.Line()), w)
 		switch t.Status {
 		case sessiontools.StatusDone:
 			line = m.st.taskDone.Render(line)
@@ -116,11 +116,12 @@ func (m *Model) todoView() string {
 	return strings.Join(lines, "\n")
 }
 
-// todoBar is "####....  d/t[  n blocked]".
-func (m *Model) todoBar() string {
+// todoBar is "####....  d/t[  n blocked]", the bar width cells wide.
+func (m *Model) todoBar(width int) string {
+	width = max(width, 10)
 	done, blocked, _, _ := sessiontools.Counts(m.todos)
-	filled := done * progressWidth / len(m.todos)
-	bar := strings.Repeat("#", filled) + strings.Repeat(".", progressWidth-filled)
+	filled := done * width / len(m.todos)
+	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
 	s := fmt.Sprintf("%s  %d/%d", bar, done, len(m.todos))
 	if blocked > 0 {
 		s += m.st.taskBlock.Render(fmt.Sprintf("  %d blocked", blocked))

@@ -22,6 +22,7 @@ func (m *Model) replay(msgs []llm.Message) {
 		lines = append(lines, m.st.info.Render(fmt.Sprintf("... %d earlier messages", skipped)))
 		msgs = msgs[skipped:]
 	}
+	w := m.contentWidth()
 	failed := map[string]bool{}
 	for _, msg := range msgs {
 		for _, p := range msg.Parts {
@@ -39,15 +40,20 @@ func (m *Model) replay(msgs []llm.Message) {
 					lines = append(lines, m.st.info.Render("(a summary of the work before /compact)"))
 					continue
 				}
-				lines = append(lines, "", m.st.user.Render("> "+text))
+				lines = append(lines, "", m.st.user.Render("> "+clean(text)))
+			case msg.Role == llm.RoleAssistant && p.Type == llm.PartReasoning && strings.TrimSpace(p.Text) != "":
+				r := strings.TrimSpace(p.Text)
+				n := (len(r) + 3) / 4
+				m.addExpandable(fmt.Sprintf("thinking · %d tokens", n), r)
+				lines = append(lines, m.st.reasoning.Render(cut(fmt.Sprintf("thinking · %d tokens · ctrl-o to expand", n), w)))
 			case msg.Role == llm.RoleAssistant && p.Type == llm.PartText && strings.TrimSpace(p.Text) != "":
-				if r := m.md.render(p.Text, m.contentWidth()); r != "" {
+				if r := m.md.render(clean(p.Text), w); r != "" {
 					lines = append(lines, r)
 				}
 			case p.Type == llm.PartToolCall && failed[p.CallID]:
-				lines = append(lines, m.st.toolErr.Render(fmt.Sprintf("x %s(%s)", p.Name, toolSummary(p.Input))))
+				lines = append(lines, m.st.toolErr.Render(cut(clean(fmt.Sprintf("x %s(%s)", p.Name, toolSummary(p.Input))), w)))
 			case p.Type == llm.PartToolCall:
-				lines = append(lines, m.st.tool.Render(fmt.Sprintf("* %s(%s)", p.Name, toolSummary(p.Input))))
+				lines = append(lines, m.st.tool.Render(cut(clean(fmt.Sprintf("* %s(%s)", p.Name, toolSummary(p.Input))), w)))
 			}
 		}
 	}

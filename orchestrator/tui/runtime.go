@@ -33,6 +33,11 @@ type runtime struct {
 
 	mu         sync.Mutex
 	cancelTurn context.CancelFunc
+
+	// Prompt history saves run as commands, concurrently: the newest wins.
+	historyMu    sync.Mutex
+	historyAsked int // saves asked for (Update's side)
+	historySaved int // the newest written
 }
 
 // Messages of the runtime.
@@ -42,9 +47,11 @@ type (
 		ev   agent.Event
 	}
 	turnEndMsg struct {
-		turn int
-		err  error
+		turn   int
+		err    error // the turn's error, if it failed
+		unsent bool  // the failed prompt was taken back out of the history
 	}
+	overheadMsg  struct{} // the context estimate now counts the system prompt and tools
 	compactedMsg struct {
 		before, after int
 		err           error
@@ -78,6 +85,7 @@ type (
 	sessionsMsg struct {
 		recs   []store.Record
 		counts []int
+		pick   bool // /resume with no id: offer them in a picker
 		err    error
 	}
 	resumedMsg struct {
@@ -138,34 +146,56 @@ func (rt *runtime) watchMCP() tea.Cmd {
 	}
 }
 
-// startTurn runs one turn; its events and then its end arrive as messages.
+// startTurn runs one turn; its events and then its end arrive as
+// messages. A prompt the model never answered (the request failed) is
+// taken back out of the history, so that sending it again does not send
+// it twice.
 func (rt *runtime) startTurn(turn int, prompt string) tea.Cmd {
-	return rt.job(turn, func(ctx context.Context) {
-		_ = rt.sess.Send(ctx, prompt, func(e agent.Event) { rt.app.post(eventMsg{turn: turn, ev: e}) })
+	return rt.job(turn, func(ctx context.Context) turnEndMsg {
+		err := rt.sess.Send(ctx, prompt, func(e agent.Event) { rt.app.post(eventMsg{turn: turn, ev: e}) })
+		end := turnEndMsg{err: err}
+		if err != nil && ctx.Err() == nil {
+			end.unsent = rt.sess.Agent().Unsend(prompt)
+		}
+		return end
 	})
+}
+
+// measureOverhead counts the system prompt and the tool schemas into the
+// context estimate before the first turn (building the prompt reads
+// files: not on the update path).
+func (rt *runtime) measureOverhead() tea.Cmd {
+	a := rt.sess.Agent()
+	return func() tea.Msg {
+		a.MeasureOverhead()
+		return overheadMsg{}
+	}
 }
 
 // startCompact runs /compact as a turn (esc cancels it).
 func (rt *runtime) startCompact(turn int) tea.Cmd {
-	return rt.job(turn, func(ctx context.Context) {
+	return rt.job(turn, func(ctx context.Context) turnEndMsg {
 		before, after, err := rt.sess.Compact(ctx)
 		if err == nil && before > 0 {
 			rt.app.rec.change(rt.sess.Agent().Messages())
 		}
 		rt.app.post(compactedMsg{before: before, after: after, err: err})
+		return turnEndMsg{}
 	})
 }
 
 // startMemoryCompact runs /memory as a turn (esc cancels it).
 func (rt *runtime) startMemoryCompact(turn int) tea.Cmd {
-	return rt.job(turn, func(ctx context.Context) {
+	return rt.job(turn, func(ctx context.Context) turnEndMsg {
 		res, err := rt.sess.CompactMemory(ctx)
 		rt.app.post(memoryMsg{res: res, err: err})
+		return turnEndMsg{}
 	})
 }
 
-// job runs f as the current turn under a context esc can cancel.
-func (rt *runtime) job(turn int, f func(ctx context.Context)) tea.Cmd {
+// job runs f as the current turn under a context esc can cancel; what it
+// returns is the turn's end.
+func (rt *runtime) job(turn int, f func(ctx context.Context) turnEndMsg) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithCancel(rt.ctx)
 		rt.mu.Lock()
@@ -173,8 +203,9 @@ func (rt *runtime) job(turn int, f func(ctx context.Context)) tea.Cmd {
 		rt.mu.Unlock()
 		started := rt.jobs.Go(func() {
 			defer cancel()
-			f(ctx)
-			rt.app.post(turnEndMsg{turn: turn})
+			end := f(ctx)
+			end.turn = turn
+			rt.app.post(end)
 		})
 		if !started {
 			cancel()
@@ -231,10 +262,21 @@ func (rt *runtime) loadHistory() tea.Cmd {
 }
 
 // saveHistory writes the project's prompt history (a failure is shown).
+// Saves may run in any order; one older than what was written is dropped.
 func (rt *runtime) saveHistory(h []string) tea.Cmd {
 	file := historyFile(rt.app.opts.Paths, rt.app.opts.Workspace)
 	h = append([]string(nil), h...)
+	rt.historyMu.Lock()
+	rt.historyAsked++
+	seq := rt.historyAsked
+	rt.historyMu.Unlock()
 	return func() tea.Msg {
+		rt.historyMu.Lock()
+		defer rt.historyMu.Unlock()
+		if seq < rt.historySaved {
+			return nil
+		}
+		rt.historySaved = seq
 		if err := saveHistory(file, h); err != nil {
 			return noticeMsg{text: err.Error()}
 		}
@@ -265,14 +307,15 @@ func (rt *runtime) onboardModels(o onboarding) tea.Cmd {
 }
 
 // fetchModels asks the endpoint for its models (15 s at most); when it
-// lists none, fallback is offered with a warning saying why.
+// lists none, fallback is offered with a one-line warning saying why and
+// what to do.
 func (rt *runtime) fetchModels(cfg config.Config, fallback []string) (ids []string, warning string) {
 	ctx, cancel := context.WithTimeout(rt.ctx, 15*time.Second)
 	defer cancel()
 	ids, err := orchestrator.ListModels(ctx, cfg)
 	switch {
 	case err != nil:
-		return fallback, err.Error()
+		return fallback, listingWarning(cfg.BaseURL, err)
 	case len(ids) == 0:
 		return fallback, cfg.BaseURL + " listed no models."
 	}
@@ -323,8 +366,8 @@ func (rt *runtime) saveProvider(cfg config.Config, keyFromEnv bool) tea.Cmd {
 // sessionsLimit is how many sessions /sessions lists.
 const sessionsLimit = 15
 
-// listSessions reads the newest sessions.
-func (rt *runtime) listSessions() tea.Cmd {
+// listSessions reads the newest sessions (for a picker when pick is set).
+func (rt *runtime) listSessions(pick bool) tea.Cmd {
 	st := rt.app.opts.Store
 	return func() tea.Msg {
 		recs, err := st.List(sessionsLimit)
@@ -337,7 +380,7 @@ func (rt *runtime) listSessions() tea.Cmd {
 				counts[i] = len(full.Messages)
 			}
 		}
-		return sessionsMsg{recs: recs, counts: counts}
+		return sessionsMsg{recs: recs, counts: counts, pick: pick}
 	}
 }
 
@@ -400,7 +443,7 @@ func (rt *runtime) stats() stats {
 		provider: info.Provider,
 		model:    info.Model,
 		tools:    len(rt.sess.Offered()),
-		context:  a.EstimatedTokens(),
+		context:  a.ContextTokens(),
 		usage:    a.Usage(),
 	}
 }

@@ -7,70 +7,142 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/tools"
 )
 
-// View draws the live part of the screen; the transcript above it is in
-// the scrollback already.
-func (m *Model) View() string {
-	if m.quitting {
-		return ""
-	}
-	var top, bottom []string
-	if !m.printed {
-		top = append(top, m.headerView())
-	}
-	for _, panel := range []string{m.subagentView(), m.todoView()} {
-		if panel != "" {
-			top = append(top, panel)
-		}
-	}
-	if m.info != nil {
-		bottom = append(bottom, m.infoView())
-	}
-	switch {
-	case m.approval != nil:
-		bottom = append(bottom, m.approvalView())
-	case m.ask != nil:
-		bottom = append(bottom, m.askView())
-	case m.form != nil:
-		bottom = append(bottom, m.formView())
-	default:
-		if m.busy {
-			bottom = append(bottom, m.busyView()...)
-		}
-		if len(m.queue) > 0 {
-			bottom = append(bottom, m.queueView())
-		}
-		bottom = append(bottom, m.inputView())
-		if menu := m.menuView(); menu != "" {
-			bottom = append(bottom, menu)
-		}
-	}
-	bottom = append(bottom, m.statusView())
+// Sizes of the live area's parts.
+const (
+	minLiveRows  = 3 // the live reply keeps at least this many rows when it shows
+	minInfoRows  = 5 // an info panel needs this many to show at all
+	queueShown   = 3 // queued prompts listed; the rest are counted
+	defaultRows  = 40
+	menuMaxShown = 8
+)
 
-	if live := m.turn.rendered; live != "" {
-		if m.height > 0 {
-			used := lineCount(top) + lineCount(bottom)
-			live = lastLines(live, max(m.height-used-1, 3))
-		}
-		top = append(top, live)
+// View draws the live part of the screen; the transcript above it is in
+// the scrollback already. It always fits the terminal: no row is wider
+// than it, and there are no more rows than it has, so that nothing is
+// wrapped or scrolled away by the terminal (either leaves rows the
+// renderer can no longer reach).
+func (m *Model) View() string {
+	if m.quitting || !m.sized {
+		return "" // nothing until the terminal's size is known: a frame drawn for a guess would not fit
 	}
-	return strings.Join(append(top, bottom...), "\n")
+	w, h := m.contentWidth(), m.height
+	if h <= 0 {
+		h = defaultRows
+	}
+	lines := m.layout(w, h)
+	for i, l := range lines {
+		if ansi.StringWidth(l) > w {
+			lines[i] = ansi.Truncate(l, w, "")
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
-func lineCount(parts []string) int {
-	n := 0
-	for _, p := range parts {
-		n += strings.Count(p, "\n") + 1
+// layout stacks the parts, bottom first: the status bar, the form or the
+// input with what belongs to it, an info panel, then above them the
+// panels, the live reply and the header in the rows left.
+func (m *Model) layout(w, h int) []string {
+	status := m.statusView(w)
+	room := h - 1
+	var core []string
+	if md := m.modal(); md != nil {
+		draft := m.draftLine(w)
+		core = append(md.view(m, w, room-len(draft)), draft...)
+	} else {
+		core = m.inputBlock(w, room)
 	}
-	return n
+	room -= len(core)
+	var info []string
+	if m.info != nil && room >= minInfoRows {
+		info = m.infoView(w, room)
+		room -= len(info)
+	}
+	top := m.topBlock(w, max(room, 0))
+	out := make([]string, 0, h)
+	out = append(out, top...)
+	out = append(out, info...)
+	out = append(out, core...)
+	out = append(out, status)
+	if len(out) > h { // the form asked for more than there is
+		out = out[len(out)-h:]
+	}
+	return out
+}
+
+// topBlock is the header (until the transcript has a line), the subagent
+// and task panels and the live reply, in at most room rows: the header
+// gives way first (it is cut from its end), then the live reply (it keeps
+// its last rows), then the panels.
+func (m *Model) topBlock(w, room int) []string {
+	var header, live []string
+	if !m.printed {
+		header = strings.Split(m.headerView(), "\n")
+	}
+	var panels []string
+	for _, p := range []string{m.subagentView(), m.todoView()} {
+		if p != "" {
+			panels = append(panels, rows(w, p)...)
+		}
+	}
+	if m.turn.rendered != "" {
+		live = rows(w, m.turn.rendered)
+	}
+	need := func() int { return len(header) + len(panels) + len(live) }
+	if need() > room {
+		header = header[:max(min(len(header), room-len(panels)-len(live)), 0)]
+	}
+	if need() > room && len(live) > minLiveRows {
+		live = live[len(live)-max(room-len(panels), minLiveRows):]
+	}
+	if need() > room {
+		keep := max(room-len(live), 0)
+		if len(panels) > keep {
+			panels = panels[:keep]
+		}
+	}
+	if need() > room {
+		live = live[max(len(live)-room, 0):]
+	}
+	out := append(header, panels...)
+	return append(out, live...)
+}
+
+// inputBlock is the running turn's lines, the queue, the input and its
+// menu, in at most room rows.
+func (m *Model) inputBlock(w, room int) []string {
+	input := m.inputView(w, max(min(room/3, 10), 1))
+	room -= len(input)
+	var menu []string
+	if room > 2 {
+		menu = m.menuView(w, min(room-1, menuMaxShown+1))
+		room -= len(menu)
+	}
+	var queue []string
+	if len(m.queue) > 0 && room > 1 {
+		queue = m.queueView(w)
+		if len(queue) > room-1 {
+			queue = queue[:max(room-1, 1)]
+		}
+		room -= len(queue)
+	}
+	var busy []string
+	if m.busy {
+		busy = m.busyView(w, max(room, 1))
+	}
+	out := append(busy, queue...)
+	out = append(out, input...)
+	return append(out, menu...)
 }
 
 // headerView is the start-up summary, shown until the transcript has
 // something in it (it is then printed above the first line).
 func (m *Model) headerView() string {
+	w := m.contentWidth()
 	var lines []string
 	model := "no provider configured - /provider sets one up"
 	if m.configured {
@@ -81,32 +153,32 @@ func (m *Model) headerView() string {
 		id = id[:8]
 	}
 	lines = append(lines,
-		m.st.accent.Render("shiro "+m.opts.Version)+m.st.header.Render("  "+model+"  session "+id),
-		m.st.header.Render("cwd: "+m.opts.Workspace),
+		cut(m.st.accent.Render("shiro "+m.opts.Version)+m.st.header.Render("  "+model+"  session "+id), w),
+		m.st.header.Render(cut("cwd: "+clean(m.opts.Workspace), w)),
 	)
 	lines = append(lines, m.sandboxLines()...)
 	if m.cfg.Yolo {
 		lines = append(lines, m.st.warn.Render("approvals: OFF (--yolo)"))
 	} else {
-		lines = append(lines, m.st.header.Render("approvals: on for "+strings.Join(m.gatedNames(), ", ")))
+		lines = append(lines, m.st.header.Render(cut("approvals: on for "+strings.Join(m.gatedNames(), ", "), w)))
 	}
 	sets, _ := tools.ParseToolSets(m.cfg.ToolSets, m.cfg.ToolSetsPresent)
 	names := make([]string, 0, 3)
 	for _, s := range sets.List() {
 		names = append(names, string(s))
 	}
-	lines = append(lines, m.st.header.Render("tool sets: "+strings.Join(names, ", ")))
+	lines = append(lines, m.st.header.Render(cut("tool sets: "+strings.Join(names, ", "), w)))
 	if m.resumed > 0 {
 		lines = append(lines, m.st.header.Render(fmt.Sprintf("resumed %d messages", m.resumed)))
 	}
 	if len(m.opts.Instructions) > 0 {
-		lines = append(lines, m.st.header.Render("instructions: "+strings.Join(m.opts.Instructions, ", ")))
+		lines = append(lines, m.st.header.Render(cut("instructions: "+strings.Join(m.opts.Instructions, ", "), w)))
 	} else {
 		lines = append(lines, m.st.header.Render("no AGENTS.md found"))
 	}
 	lines = append(lines, m.extrasLines()...)
 	for _, n := range m.opts.Notices {
-		lines = append(lines, m.st.warn.Render(cut("notice: "+n, m.contentWidth())))
+		lines = append(lines, m.st.warn.Render(cut("notice: "+clean(n), w)))
 	}
 	lines = append(lines, m.st.header.Render("/help for commands"))
 	return strings.Join(lines, "\n")
@@ -137,7 +209,7 @@ func (m *Model) extrasLines() []string {
 		if m.notes >= sessiontools.CrowdedMemory {
 			line += " - /memory merges them"
 		}
-		lines = append(lines, m.st.header.Render(line))
+		lines = append(lines, m.st.header.Render(cut(line, w)))
 	}
 	if len(m.mcp) > 0 {
 		n, connecting := 0, false
@@ -166,208 +238,187 @@ func (m *Model) gatedNames() []string {
 	return append(out, "mcp__*")
 }
 
+// network names the sandbox's network mode.
+func (m *Model) network() string {
+	if m.cfg.Sandbox.Network == config.NetworkNone {
+		return "network: none"
+	}
+	return "network: on"
+}
+
 // sandboxLines describe the sandbox in the header.
 func (m *Model) sandboxLines() []string {
 	w := m.contentWidth()
 	b := m.box
 	switch b.phase {
 	case "host":
-		return []string{m.st.warn.Render("sandbox: none (--no-sandbox): commands run on this machine")}
+		return []string{m.st.warn.Render(cut("sandbox: none (--no-sandbox): commands run on this machine", w))}
 	case "starting":
 		line := "sandbox: " + b.image + " - starting..."
 		if b.progress != "" {
-			line += " " + b.progress
+			line += " " + clean(b.progress)
 		}
 		return []string{m.st.header.Render(cut(line, w))}
 	case "building":
-		return []string{m.st.header.Render(cut("sandbox: building the image "+b.image+": "+b.progress, w))}
+		return []string{m.st.header.Render(cut("sandbox: building the image "+b.image+": "+clean(b.progress), w))}
 	case "ready":
-		line := "sandbox: " + b.info.Image + " - ready"
+		line := "sandbox: " + b.info.Image + " - ready, " + m.network()
 		if b.info.Container != "" {
 			line += " (container " + b.info.Container + ")"
 		}
 		return []string{m.st.header.Render(cut(line, w))}
 	}
 	return []string{
-		m.st.errText.Render(ansi.Wrap("sandbox: failed - "+b.err, w, "")),
+		m.st.errText.Render(ansi.Wrap("sandbox: failed - "+clean(b.err), w, "")),
 		m.st.header.Render(ansi.Wrap(sandboxFix, w, "")),
 	}
 }
 
-// statusView is the bottom line: model, tools, context, cost, sandbox.
-func (m *Model) statusView() string {
+// statusView is the bottom line: model, tools, context, cost, sandbox. It
+// never wraps: what does not fit gives way from the middle.
+func (m *Model) statusView(w int) string {
 	s := m.stats
-	parts := []string{s.model}
+	model := s.model
 	if !m.configured {
-		parts = []string{"no provider"}
+		model = "no provider"
 	}
-	parts = append(parts, fmt.Sprintf("%d tools", s.tools), "~"+humanTokens(s.context)+" ctx")
+	cost := "unpriced"
 	if usd, ok := orchestrator.Cost(s.model, s.usage); ok {
-		parts = append(parts, orchestrator.FormatUSD(usd))
-	} else {
-		parts = append(parts, "unpriced")
+		cost = orchestrator.FormatUSD(usd)
 	}
 	sb := map[string]string{"starting": "sandbox starting", "building": "sandbox building", "ready": "sandbox ready", "failed": "sandbox failed", "host": "no sandbox"}[m.box.phase]
-	line := m.st.status.Render(strings.Join(parts, "  ") + "  ")
+	if m.box.phase == "ready" && m.cfg.Sandbox.Network == config.NetworkNone {
+		sb += ", no network"
+	}
+	right := m.st.status.Render(sb)
 	if m.box.phase == "failed" {
-		line += m.st.errText.Render(sb)
-	} else {
-		line += m.st.status.Render(sb)
+		right = m.st.errText.Render(sb)
 	}
 	if m.cfg.Yolo {
-		line += m.st.warn.Render("  yolo")
+		right += m.st.warn.Render("  yolo")
 	}
-	return line
+	if m.now().Before(m.quitHint) {
+		right = m.st.warn.Render("ctrl-c again to quit")
+	}
+	parts := []string{model, fmt.Sprintf("%d tools", s.tools), "~" + humanTokens(s.context) + " ctx", cost}
+	for len(parts) > 1 && ansi.StringWidth(strings.Join(parts, "  ")+"  ")+ansi.StringWidth(right) > w {
+		parts = append(parts[:len(parts)-2], parts[len(parts)-1]) // the middle gives way
+		if len(parts) == 2 {
+			parts = parts[:1]
+		}
+	}
+	return cut(m.st.status.Render(strings.Join(parts, "  ")+"  ")+right, w)
 }
 
-// busyView shows the running turn: reasoning, tools, output, spinner.
-func (m *Model) busyView() []string {
+// busyView shows the running turn: reasoning, tools, output, spinner, in
+// at most room rows.
+func (m *Model) busyView(w, room int) []string {
 	t := m.turn
 	frame := spinnerFrames[t.frame%len(spinnerFrames)]
+	spinner := m.st.accent.Render(frame) + m.st.dim.Render(" working... esc to interrupt")
 	var out []string
 	if t.reasoning != "" {
 		n := (len(t.reasoning) + 3) / 4
 		if t.expanded {
-			out = append(out, m.st.reasoning.Render(fmt.Sprintf("thinking… ~%d tokens  ctrl-r to collapse", n)))
-			body := ansi.Wrap(strings.TrimSpace(t.reasoning), m.contentWidth()-2, "")
+			out = append(out, m.st.reasoning.Render(cut(fmt.Sprintf("thinking… ~%d tokens  ctrl-r to collapse", n), w)))
+			body := ansi.Wrap(clean(strings.TrimSpace(t.reasoning)), w-2, "")
 			for _, l := range strings.Split(lastLines(body, reasonLines), "\n") {
-				out = append(out, m.st.reasoning.Render("  "+l))
+				out = append(out, m.st.reasoning.Render(cut("  "+l, w)))
 			}
 		} else {
-			out = append(out, m.st.reasoning.Render(fmt.Sprintf("thinking… ~%d tokens  ctrl-r to expand", n)))
+			out = append(out, m.st.reasoning.Render(cut(fmt.Sprintf("thinking… ~%d tokens  ctrl-r to expand", n), w)))
 		}
 	}
 	for _, a := range t.tools {
 		label := a.name
 		if a.summary != "" {
-			label += "(" + a.summary + ")"
+			label += "(" + clean(a.summary) + ")"
 		}
-		out = append(out, m.st.tool.Render(cut(frame+" "+label, m.contentWidth())))
+		out = append(out, m.st.tool.Render(cut(frame+" "+label, w)))
 	}
-	if o := strings.TrimRight(t.output, "\n"); o != "" {
-		for _, l := range strings.Split(lastLines(o, outputLines), "\n") {
-			out = append(out, m.st.dim.Render(cut("  | "+expandTabs(ansi.Strip(l)), m.contentWidth())))
+	if o := strings.TrimRight(clean(tools.TextOrBinary([]byte(t.output))), "\n"); o != "" {
+		shown := min(outputLines, max(room-len(out)-1, 1))
+		for _, l := range strings.Split(lastLines(o, shown), "\n") {
+			out = append(out, m.st.dim.Render(cut("  | "+l, w)))
 		}
 	}
-	out = append(out, m.st.accent.Render(frame)+m.st.dim.Render(" working... esc to interrupt"))
+	out = append(out, spinner)
+	if len(out) > room {
+		out = out[len(out)-room:]
+	}
 	return out
 }
 
 // queueView lists the prompts waiting for the next turn.
-func (m *Model) queueView() string {
+func (m *Model) queueView(w int) []string {
 	lines := []string{m.st.queue.Render(fmt.Sprintf("queued: %d", len(m.queue)))}
 	for i, q := range m.queue {
-		lines = append(lines, m.st.queue.Render(fmt.Sprintf("  %d. %s", i+1, clip(strings.Join(strings.Fields(q), " "), queueCut))))
+		if i == queueShown && len(m.queue) > queueShown+1 {
+			lines = append(lines, m.st.queue.Render(fmt.Sprintf("  ... %d more", len(m.queue)-queueShown)))
+			break
+		}
+		lines = append(lines, m.st.queue.Render(cut(fmt.Sprintf("  %d. %s", i+1, clip(strings.Join(strings.Fields(clean(q)), " "), queueCut)), w)))
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
-// inputView is the prompt line.
-func (m *Model) inputView() string {
+// inputView is the prompt, in at most maxRows rows around the cursor.
+func (m *Model) inputView(w, maxRows int) []string {
 	ph := "ask shiro... (/ commands, @ files)"
 	if m.busy {
 		ph = "type to queue for the next turn..."
 	}
-	return m.input.View(m.st.accent.Render("> "), m.contentWidth(), ph, m.st, true)
+	return m.input.View(m.st.accent.Render("> "), w, ph, m.st, maxRows)
 }
 
-// menuView draws the @ picker or the command menu under the input.
-func (m *Model) menuView() string {
+// draftLine shows the draft under a form, when there is one: what was
+// typed meanwhile is kept.
+func (m *Model) draftLine(w int) []string {
+	d := strings.Join(strings.Fields(m.input.Value()), " ")
+	if d == "" {
+		return nil
+	}
+	return []string{m.st.dim.Render(ansi.TruncateLeft("draft: "+clean(d), max(ansi.StringWidth("draft: "+d)-w+1, 0), "…"))}
+}
+
+// menuView draws the @ picker or the command menu under the input, in at
+// most room rows.
+func (m *Model) menuView(w, room int) []string {
 	if items := m.fileMenu(); items != nil {
 		_, q, _ := atToken([]rune(m.input.BeforeCursor()))
 		switch {
 		case m.files.loading || !m.files.loaded:
-			return m.st.dim.Render("  indexing files...")
+			return []string{m.st.dim.Render("  indexing files...")}
 		case len(items) == 0:
-			return m.st.dim.Render("  no file matches " + q)
+			return []string{m.st.dim.Render(cut("  no file matches "+clean(q), w))}
 		}
-		lines := make([]string, len(items))
-		for i, p := range items {
-			if i == min(m.menu.sel, len(items)-1) {
-				lines[i] = m.st.selected.Render("> " + p)
-			} else {
-				lines[i] = "  " + p
-			}
-		}
-		return strings.Join(lines, "\n")
+		p := newPicker(items...)
+		p.sel = min(m.menu.sel, len(items)-1)
+		return p.view(m.st, w, room)
 	}
 	items := m.commandMenu()
 	if items == nil {
-		return ""
+		return nil
 	}
-	var lines []string
-	for i, c := range items {
-		name := fmt.Sprintf("/%-10s", c.name)
-		if i == min(m.menu.sel, len(items)-1) {
-			lines = append(lines, m.st.selected.Render("> "+name)+"  "+c.summary)
-		} else {
-			lines = append(lines, "  "+m.st.cmdName.Render(name)+"  "+m.st.dim.Render(c.summary))
-		}
+	p := &picker{sel: min(m.menu.sel, len(items)-1)}
+	for _, c := range items {
+		p.items = append(p.items, pickItem{label: fmt.Sprintf("/%-10s  %s", c.name, c.summary)})
 	}
-	lines = append(lines, m.st.dim.Render("  up/down move | tab complete | enter run | esc dismiss"))
-	return strings.Join(lines, "\n")
+	out := p.view(m.st, w, max(room-1, 1))
+	return append(out, m.st.dim.Render(cut("  up/down move | tab complete | enter run | esc dismiss", w)))
 }
 
-// infoView is a command's output in a box.
-func (m *Model) infoView() string {
-	w := m.contentWidth()
-	title := m.st.accent.Render(m.info.title) + m.st.dim.Render("  esc to dismiss")
-	body := ansi.Wrap(m.info.body, max(w-4, 10), "")
-	return m.st.infoBox.Width(max(w-2, 10)).Render(title + "\n" + body)
-}
-
-// approvalView is the approval prompt: what the call does and the choice.
-func (m *Model) approvalView() string {
-	a := m.approval
-	w := m.contentWidth()
-	inner := max(w-4, 16)
-	req := a.msg.req
-	lines := []string{m.st.warn.Bold(true).Render(req.Tool + " wants to run")}
-	d := a.msg.detail
-	switch {
-	case d.command != "":
-		lines = append(lines, m.st.dim.Render(ansi.Wrap(d.command, inner, "")))
-	case d.diff && d.problem != "":
-		lines = append(lines, m.st.diffHead.Render(d.label), m.st.dim.Render("(cannot preview: "+d.problem+")"))
-	case d.diff:
-		// Leave room for the box, the choices, the help and the status bar.
-		lines = append(lines, renderRows(d, m.st, inner, m.height-12))
-	default:
-		lines = append(lines, m.st.dim.Render(lastLines(ansi.Wrap(d.json, inner, ""), 20)))
+// infoView is a command's output in a box of at most room rows; a body
+// taller than that scrolls under the title.
+func (m *Model) infoView(w, room int) []string {
+	inner := max(w-4, 10)
+	hint := "esc to dismiss"
+	if m.info.expandable {
+		hint = "ctrl-o older · esc to dismiss"
 	}
-	lines = append(lines, "", a.form.View())
-	box := m.st.approvalBox.Width(max(w-2, 10)).Render(strings.Join(lines, "\n"))
-	help := m.st.dim.Render("y allow once | a always allow " + req.Tool + " | n deny")
-	return box + "\n" + help
-}
-
-// renderRows draws a precomputed diff in at most maxRows rows (when the
-// terminal's height is known).
-func renderRows(d preview, st styles, width, maxRows int) string {
-	var b strings.Builder
-	b.WriteString(st.diffHead.Render(fmt.Sprintf("%s +%d -%d", d.label, d.added, d.removed)))
-	rows := d.rows
-	if maxRows > 0 && len(rows) > maxRows {
-		more := len(rows) - (maxRows - 1)
-		rows = append(rows[:maxRows-1:maxRows-1], diffRow{'.', fmt.Sprintf("... %d more diff rows (the terminal is too short for them)", more)})
-	}
-	for _, r := range rows {
-		b.WriteByte('\n')
-		switch r.kind {
-		case '+':
-			b.WriteString(st.diffAdd.Render(cut(" + "+expandTabs(r.text), width)))
-		case '-':
-			b.WriteString(st.diffDel.Render(cut(" - "+expandTabs(r.text), width)))
-		case ' ':
-			b.WriteString(st.diffCtx.Render(cut("   "+expandTabs(r.text), width)))
-		default:
-			b.WriteString(st.dim.Render(cut(r.text, width)))
-		}
-	}
-	return b.String()
-}
-
-// formView is onboarding or a picker.
-func (m *Model) formView() string {
-	return m.st.accent.Render(m.form.title) + m.st.dim.Render("  esc to cancel") + "\n" + m.form.form.View()
+	title := cut(m.st.accent.Render(clean(m.info.title))+m.st.dim.Render("  "+hint), inner)
+	body := hangingRows(inner, strings.Split(clean(m.info.body), "\n")...)
+	shown := m.info.scroll.window(m.st, body, inner, max(room-3, 2), "pgup/pgdn, up/down scroll")
+	box := m.st.infoBox.Width(max(w-2, 10)).Render(title + "\n" + strings.Join(shown, "\n"))
+	return strings.Split(box, "\n")
 }

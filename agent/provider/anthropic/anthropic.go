@@ -8,9 +8,11 @@
 // start as soon as a tool_use block opens, the complete call when it closes,
 // and a finish event with the assembled assistant message.
 //
-// Transient HTTP failures (429, 5xx, overloaded) are retried by the SDK,
-// honouring retry-after; a stream that fails before any event was yielded is
-// retried here too. An error after events were yielded ends the stream.
+// Transient HTTP failures (429, 5xx, overloaded) are retried, honouring
+// retry-after, by httpretry (which reports each wait) rather than by the
+// SDK; a stream that fails before any event was yielded is retried here
+// too. An error after events were yielded ends the stream. An API error
+// reaches the caller as an llm.StatusError.
 package anthropic
 
 import (
@@ -26,6 +28,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/agent/provider/httpretry"
 )
 
 // Provider is the provider name in model infos and message parts.
@@ -123,7 +126,8 @@ func newClient(cfg Config) (sdk.Client, error) {
 		// The SDK's WithAPIKey sends a bearer token; the API and the
 		// Anthropic-compatible servers shiro talks to take x-api-key.
 		option.WithHeader("x-api-key", cfg.APIKey),
-		option.WithMaxRetries(cfg.retries()),
+		option.WithMaxRetries(0),
+		option.WithMiddleware(httpretry.Middleware(cfg.retries())),
 	}
 	if cfg.BaseURL != "" {
 		base, err := baseURL(cfg.BaseURL)
@@ -192,9 +196,10 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event
 			// A stream that failed before anything reached the caller can
 			// be sent again; a failed request has had the SDK's retries.
 			if res.yielded || res.request || attempt >= m.maxRetries || ctx.Err() != nil {
-				yield(llm.Event{}, fmt.Errorf("anthropic messages: %w", res.err))
+				yield(llm.Event{}, fmt.Errorf("anthropic messages: %w", statusError(res.err)))
 				return
 			}
+			llm.ReportRetry(ctx, llm.Retry{Attempt: attempt + 2, Attempts: m.maxRetries + 1, Delay: m.backoff(attempt), Reason: httpretry.OneLine(res.err.Error(), 200)})
 			t := time.NewTimer(m.backoff(attempt))
 			select {
 			case <-ctx.Done():
@@ -246,4 +251,18 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, yie
 		res.err = llm.ErrNoFinish
 	}
 	return res
+}
+
+// statusError turns the SDK's API error into an llm.StatusError (the status
+// and the API's message, never the raw body); other errors pass as they are.
+func statusError(err error) error {
+	var apiErr *sdk.Error
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	msg := httpretry.OneLine(apiErr.Message, 200)
+	if msg == "" {
+		msg = httpretry.Message([]byte(apiErr.RawJSON()))
+	}
+	return &llm.StatusError{Status: apiErr.StatusCode, Message: msg, Err: err}
 }

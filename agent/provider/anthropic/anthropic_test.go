@@ -507,9 +507,24 @@ func TestRetries(t *testing.T) {
 			t.Parallel()
 			s := fakemodel.New(t, tt.replies...)
 			m := newModel(t, s, func(c *Config) { c.MaxRetries = tt.maxRetries })
-			evs, err := collect(m.Stream(t.Context(), llm.Request{Messages: []llm.Message{llm.Text(llm.RoleUser, "hi")}}))
+			var retries []llm.Retry
+			ctx := llm.WithRetryReport(t.Context(), func(r llm.Retry) { retries = append(retries, r) })
+			evs, err := collect(m.Stream(ctx, llm.Request{Messages: []llm.Message{llm.Text(llm.RoleUser, "hi")}}))
 			if n := len(s.Requests()); n != tt.wantCalls {
 				t.Errorf("%d requests, want %d", n, tt.wantCalls)
+			}
+			// Every attempt after the first was announced, numbered.
+			if len(retries) != tt.wantCalls-1 {
+				t.Errorf("%d retries reported, want %d: %+v", len(retries), tt.wantCalls-1, retries)
+			}
+			attempts := DefaultMaxRetries + 1
+			if tt.maxRetries != 0 {
+				attempts = max(tt.maxRetries, 0) + 1
+			}
+			for i, r := range retries {
+				if r.Attempt != i+2 || r.Attempts != attempts || r.Reason == "" {
+					t.Errorf("retry %d reported as %+v", i, r)
+				}
 			}
 			if tt.wantStatus == 0 {
 				if err != nil {
@@ -524,6 +539,10 @@ func TestRetries(t *testing.T) {
 			var apiErr *sdk.Error
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != tt.wantStatus {
 				t.Fatalf("error %v, want an API error with status %d", err, tt.wantStatus)
+			}
+			var status *llm.StatusError
+			if !errors.As(err, &status) || status.Status != tt.wantStatus || strings.Contains(err.Error(), "{") {
+				t.Errorf("error %q, want an llm.StatusError with status %d and no JSON", err, tt.wantStatus)
 			}
 			if len(evs) != 0 {
 				t.Errorf("events before the error: %+v", evs)
@@ -690,6 +709,9 @@ func TestListModelsError(t *testing.T) {
 	var apiErr *sdk.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
 		t.Errorf("error %v, want a 401", err)
+	}
+	if want := "list anthropic models: 401 Unauthorized: invalid x-api-key"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("%d calls: a 401 is not retried", n)

@@ -37,7 +37,7 @@ func ListModels(ctx context.Context, cfg Config) ([]string, error) {
 		ids = append(ids, id)
 	}
 	if err := pager.Err(); err != nil {
-		return nil, fmt.Errorf("list anthropic models: %w", err)
+		return nil, fmt.Errorf("list anthropic models: %w", statusError(err))
 	}
 	slices.Sort(ids)
 	return ids, nil

@@ -9,8 +9,9 @@
 // error that is not retryable, status 400, 404, 405, 415, 422 or 501) moves
 // to the next, and the switch sticks for the life of the model, announced
 // once through Config.OnNotice. Any other base URL is a compatible server:
-// chat completions only, API key optional. Transient failures are retried by
-// the SDK (Config.MaxRetries, honouring retry-after).
+// chat completions only, API key optional. Transient failures are retried
+// (Config.MaxRetries, honouring retry-after) by httpretry, which reports each
+// wait; API errors reach the caller as llm.StatusError.
 package openai
 
 import (
@@ -31,6 +32,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/agent/provider/httpretry"
 )
 
 // Provider is the name of this provider in llm.ModelInfo and llm.Part.
@@ -152,7 +154,9 @@ func requestOptions(cfg Config) []option.RequestOption {
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
-		option.WithMaxRetries(retries),
+		// httpretry retries, and reports each wait; the SDK does not.
+		option.WithMaxRetries(0),
+		option.WithMiddleware(httpretry.Middleware(retries)),
 		option.WithHTTPClient(client),
 	}
 	if cfg.APIKey != "" {
@@ -298,12 +302,16 @@ func reason(err error) string {
 	return strings.Join(parts, " ")
 }
 
-// wrapErr adds op and, for an API error (whose Error names only the
-// status), the API's message.
+// wrapErr adds op and turns an API error into an llm.StatusError (the
+// status and the API's message).
 func wrapErr(op string, err error) error {
 	var apiErr *oai.Error
-	if errors.As(err, &apiErr) && apiErr.Message != "" {
-		return fmt.Errorf("%s: %w: %s", op, err, apiErr.Message)
+	if errors.As(err, &apiErr) {
+		msg := httpretry.OneLine(apiErr.Message, 200)
+		if msg == "" {
+			msg = httpretry.Message([]byte(apiErr.RawJSON()))
+		}
+		return fmt.Errorf("%s: %w", op, &llm.StatusError{Status: apiErr.StatusCode, Message: msg, Err: err})
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -100,8 +101,13 @@ func officialModel(t *testing.T, s *fakemodel.Server) (llm.Model, func() []strin
 // collect runs one step and returns its events and the error ending it.
 func collect(t *testing.T, m llm.Model, req llm.Request) ([]llm.Event, error) {
 	t.Helper()
+	return collectCtx(t.Context(), t, m, req)
+}
+
+func collectCtx(ctx context.Context, t *testing.T, m llm.Model, req llm.Request) ([]llm.Event, error) {
+	t.Helper()
 	var evs []llm.Event
-	for ev, err := range m.Stream(t.Context(), req) {
+	for ev, err := range m.Stream(ctx, req) {
 		if err != nil {
 			return evs, err
 		}
@@ -642,9 +648,18 @@ func TestRetries(t *testing.T) {
 			t.Parallel()
 			busy := fakemodel.Reply{Status: 503, Header: map[string]string{"retry-after": "0"}}
 			s := fakemodel.New(t, busy, busy, fakemodel.Reply{Text: "ok"})
-			evs, err := collect(t, newModel(t, s, mode.cfg), ask)
+			var retries []llm.Retry
+			ctx := llm.WithRetryReport(t.Context(), func(r llm.Retry) { retries = append(retries, r) })
+			evs, err := collectCtx(ctx, t, newModel(t, s, mode.cfg), ask)
 			if err != nil {
 				t.Fatal(err)
+			}
+			want := []llm.Retry{{Attempt: 2, Attempts: 4, Reason: "503 Service Unavailable"}, {Attempt: 3, Attempts: 4, Reason: "503 Service Unavailable"}}
+			for i := range retries {
+				retries[i].Reason, _, _ = strings.Cut(retries[i].Reason, ":") // the fake's message varies by format
+			}
+			if !slices.Equal(retries, want) {
+				t.Errorf("retries reported %+v, want %+v", retries, want)
 			}
 			if fin := finish(t, evs); fin.Message.Parts[0].Text != "ok" {
 				t.Errorf("message %+v", fin.Message)

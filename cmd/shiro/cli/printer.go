@@ -49,6 +49,8 @@ func (p *headlessPrinter) event(e agent.Event) {
 		fmt.Fprintf(p.errOut, "[tool-error] %s: %s\n", e.Name, firstLine(e.Error))
 	case agent.EventNotice:
 		fmt.Fprintf(p.errOut, "[notice] %s\n", e.Text)
+	case agent.EventRetry:
+		fmt.Fprintf(p.errOut, "[retry] attempt %d of %d in %dms: %s\n", e.Attempt, e.Attempts, e.DelayMs, e.Text)
 	case agent.EventCompacted:
 		fmt.Fprintf(p.errOut, "[compacted] %d messages pruned to %d\n", e.Before, e.After)
 	case agent.EventError:
