@@ -12,8 +12,9 @@ export CGO_ENABLED = 0
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/shiro (static, so it can be copied into any sandbox image)
+build: ## build bin/shiro and the small bin/shiro-helper it copies into sandboxes (static)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shiro
+	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)-helper ./cmd/shiro-helper
 
 run: build ## build, then start shiro in the current directory
 	./$(BIN)

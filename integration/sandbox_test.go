@@ -429,3 +429,27 @@ func TestPruneLeavesContainersThatAreNotAWorkspaces(t *testing.T) {
 		t.Errorf("prune removed a container that is not a workspace's: %v", err)
 	}
 }
+
+// TestContainersGetTheSmallHelper checks that a new container receives the
+// small shiro-helper built beside shiro, not shiro itself: the copy is part
+// of every cold start (and an upload to a remote engine).
+func TestContainersGetTheSmallHelper(t *testing.T) {
+	t.Parallel()
+	api := testenv.RequireDocker(t)
+	testenv.RequireImage(t, api)
+	ws := testenv.Workspace(t, api)
+
+	r := shiro(t, ws, nil, "tool", "bash", bashJSON("stat -c 'size=%s' /.shiro/bin/shiro-*", 0))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var size int64 = -1
+	for _, f := range strings.Fields(r.stdout) {
+		if v, ok := strings.CutPrefix(f, "size="); ok {
+			size, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if size <= 0 || size > 10<<20 {
+		t.Fatalf("helper in the container is %d bytes, want at most 10 MiB:\n%s", size, r.stdout)
+	}
+}

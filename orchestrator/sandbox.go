@@ -143,17 +143,16 @@ func OpenDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig,
 		return nil, err
 	}
 	return eng.Open(ctx, docker.Options{
-		Workspace:    cfg.Workspace,
-		Image:        img.Ref,
-		Env:          mergeEnv(img.Env, env),
-		Memory:       cfg.Memory,
-		CPUs:         cfg.CPUs,
-		Pids:         cfg.Pids,
-		Network:      cfg.Network,
-		IdleTimeout:  cfg.Idle,
-		Version:      cfg.Version,
-		Progress:     cfg.Progress,
-		HelperBinary: os.Getenv("SHIRO_HELPER"),
+		Workspace:   cfg.Workspace,
+		Image:       img.Ref,
+		Env:         mergeEnv(img.Env, env),
+		Memory:      cfg.Memory,
+		CPUs:        cfg.CPUs,
+		Pids:        cfg.Pids,
+		Network:     cfg.Network,
+		IdleTimeout: cfg.Idle,
+		Version:     cfg.Version,
+		Progress:    cfg.Progress,
 	})
 }
 

@@ -61,7 +61,8 @@ var (
 )
 
 // Binary returns a static shiro binary: $SHIRO_BIN when set (make test
-// builds one), else one built once per test process.
+// builds one), else one built once per test process. The small
+// shiro-helper is built beside it, where shiro looks for it.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("SHIRO_BIN"); p != "" {
@@ -78,17 +79,31 @@ func Binary(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "shiro")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/shiro")
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &buildError{out: string(out), err: err}
+		for _, b := range [][2]string{{buildPath, "./cmd/shiro"}, {buildPath + "-helper", "./cmd/shiro-helper"}} {
+			cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", b[0], b[1])
+			cmd.Dir = repo
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = &buildError{out: string(out), err: err}
+				return
+			}
 		}
 	})
 	if buildErr != nil {
 		t.Fatalf("build shiro: %v", buildErr)
 	}
 	return buildPath
+}
+
+// Helper returns the small shiro-helper built beside Binary's shiro (the
+// binary shiro copies into containers).
+func Helper(t testing.TB) string {
+	t.Helper()
+	p := Binary(t) + "-helper"
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("shiro-helper is not beside %s (make build puts it there): %v", Binary(t), err)
+	}
+	return p
 }
 
 type buildError struct {

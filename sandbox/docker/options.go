@@ -61,8 +61,9 @@ type Options struct {
 	UID, GID int
 	// UserName names the passwd entry made for UID; default the host's name.
 	UserName string
-	// HelperBinary is a static Linux build of shiro copied into the
-	// container; default the running executable.
+	// HelperBinary is a static Linux build of the helper (shiro-helper, or
+	// shiro itself) copied into the container; default $SHIRO_HELPER, else
+	// shiro-helper beside the running executable, else the executable.
 	HelperBinary string
 	// Version is recorded in a label.
 	Version string
@@ -98,11 +99,11 @@ func (o Options) withDefaults() (Options, error) {
 		o.UID, o.GID = os.Getuid(), os.Getgid()
 	}
 	if o.HelperBinary == "" {
-		exe, err := os.Executable()
+		h, err := defaultHelper()
 		if err != nil {
-			return o, fmt.Errorf("find the shiro binary to copy into the sandbox: %w", err)
+			return o, err
 		}
-		o.HelperBinary = exe
+		o.HelperBinary = h
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
@@ -117,6 +118,31 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	return o, o.Validate()
+}
+
+// HelperEnv names the environment variable that chooses the helper binary.
+const HelperEnv = "SHIRO_HELPER"
+
+// defaultHelper finds the helper to copy into containers: $SHIRO_HELPER,
+// else the small shiro-helper beside the running executable (make build
+// puts it there), else the executable itself, which carries the same
+// helper behind `shiro helper`.
+func defaultHelper() (string, error) {
+	if h := os.Getenv(HelperEnv); h != "" {
+		return h, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the shiro binary to copy into the sandbox: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	beside := filepath.Join(filepath.Dir(exe), "shiro-helper")
+	if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() {
+		return beside, nil
+	}
+	return exe, nil
 }
 
 // Validate reports options that cannot make a container.

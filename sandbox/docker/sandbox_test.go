@@ -23,7 +23,7 @@ func openSandbox(t *testing.T, ws string, mutate ...func(*docker.Options)) *dock
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	opts := docker.Options{Workspace: ws, Image: testenv.RequireImage(t, eng.API()), HelperBinary: testenv.Binary(t)}
+	opts := docker.Options{Workspace: ws, Image: testenv.RequireImage(t, eng.API()), HelperBinary: testenv.Helper(t)}
 	for _, m := range mutate {
 		m(&opts)
 	}

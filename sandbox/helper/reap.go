@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 )
 
@@ -82,15 +83,16 @@ func (o ReapOptions) args() []string {
 // ReapFD is the descriptor on which a reaper finds its Runner's socket.
 const ReapFD = 3
 
-// shiroMain is the import path of shiro's main package.
-const shiroMain = "github.com/shiroagent/shiro/cmd/shiro"
+// shiroMains are the import paths of the programs that carry the helper's
+// command line: shiro and the small shiro-helper.
+var shiroMains = []string{"github.com/shiroagent/shiro/cmd/shiro", "github.com/shiroagent/shiro/cmd/shiro-helper"}
 
 // DefaultReaper is the reaper command line a Runner uses unless WithReaper
 // says otherwise: shiro's own `helper reap` when the running program is
 // shiro, else nil (no reaper: commands start directly, and a kill reaches
 // their process group and the processes that kept their marker).
 func DefaultReaper() []string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Path == shiroMain {
+	if bi, ok := debug.ReadBuildInfo(); ok && slices.Contains(shiroMains, bi.Path) {
 		return []string{selfPath(), "helper", "reap"}
 	}
 	return nil
