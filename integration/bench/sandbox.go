@@ -233,9 +233,11 @@ type writerFunc func([]byte)
 
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
-func timeCLI(bin, ws string) (time.Duration, error) {
+// timeCLI times `shiro tool bash true` in ws, with extra environment.
+func timeCLI(bin, ws string, env ...string) (time.Duration, error) {
 	cmd := exec.Command(bin, "tool", "bash", `{"command":"true"}`)
 	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

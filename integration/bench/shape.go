@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -58,7 +57,7 @@ func shapeBench(ctx context.Context, r *report) error {
 			into   *[]time.Duration
 		}{{small, &coldSmall}, {bin, &coldBig}} {
 			removeContainers(eng.API(), ws)
-			d, err := timeCLIEnv(bin, ws, docker.HelperEnv+"="+c.helper)
+			d, err := timeCLI(bin, ws, docker.HelperEnv+"="+c.helper)
 			if err != nil {
 				return err
 			}
@@ -197,19 +196,3 @@ func inContainerPerRun(ctx context.Context, sb sandbox.Sandbox, shell string) (t
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
-
-// timeCLIEnv is timeCLI with extra environment.
-func timeCLIEnv(bin, ws string, env ...string) (time.Duration, error) {
-	cmd := exec.Command(bin, "tool", "bash", `{"command":"true"}`)
-	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	d := time.Since(start)
-	if err != nil || !strings.Contains(out.String(), "exit: 0") {
-		return 0, fmt.Errorf("shiro tool bash: %v: %s", err, out.String())
-	}
-	return d, nil
-}
