@@ -270,7 +270,7 @@ func (d *doctor) checkImage(ctx context.Context, eng *docker.Engine, sc orchestr
 			progress = io.Discard
 		}
 		var err error
-		img, err = eng.ResolveImage(ctx, docker.ImageRequest{Spec: sc.Image, Workspace: sc.Workspace, FromProject: sc.ImageFromProject, NoPull: true, Progress: progress})
+		img, err = eng.ResolveImage(ctx, docker.ImageRequest{Spec: sc.Image, Workspace: sc.Workspace, FromProject: sc.ImageFromProject, NoPull: true, Progress: progress, Build: sc.BuildLimits()})
 		if err != nil {
 			var missing *docker.UnavailableImageError
 			if errors.As(err, &missing) {
