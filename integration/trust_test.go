@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -244,4 +245,80 @@ func TestTrustBuildIsSandboxed(t *testing.T) {
 			t.Error("the failed build left an image tagged")
 		}
 	})
+}
+
+// TestTrustTUIForm: the chat UI asks with a form that lists each command
+// line; "no" starts with the default image and no project server; "trust
+// and remember" is not asked again.
+func TestTrustTUIForm(t *testing.T) {
+	t.Parallel()
+	api, ws := tuiSetup(t)
+	base := testenv.RequireImage(t, api)
+	bin := filepath.Join(ws, ".bin", "mcpecho")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, mcpecho(t), bin, 0o755)
+	marker := filepath.Join(ws, "started")
+	writeJSON(t, filepath.Join(ws, ".shiro", "config.json"), map[string]any{
+		"mcpServers": map[string]any{"srv": map[string]any{"command": "sh", "args": []string{"-c", "touch " + marker + "; exec " + bin}}},
+		"sandbox":    map[string]any{"image": "./Dockerfile"},
+	})
+	if err := os.WriteFile(filepath.Join(ws, "Dockerfile"), []byte(fmt.Sprintf("# %s\nFROM %s\nRUN echo built > /built-by-project\n", ws, base)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removeProjectImages(t, api, ws, filepath.Join(ws, "Dockerfile"))
+	srv := fakemodel.New(t)
+	env := append(headlessEnv(t, providers[0], srv.URL), "TERM=xterm-256color") // one SHIRO_HOME for every start
+	start := func() *tmuxSession {
+		s := newTmux(t, ws, tuiWidth, tuiHeight, env, testenv.Binary(t))
+		s.run("set-option", "-t", s.name, "remain-on-exit", "on")
+		return s
+	}
+
+	// No: the default image, no project server.
+	s := start()
+	scr := s.waitFor("No (start without them)", time.Minute)
+	mustContain(t, "the form", strings.ReplaceAll(scr, "\n", ""), "Trust and remember", "This time only",
+		"MCP server srv: sh -c 'touch "+marker+"; exec "+bin+"'",
+		"image: build ./Dockerfile FROM "+base, "RUN steps run as root")
+	s.press("Enter") // "No" is the default
+	scr = s.waitFor("sandbox ready", 2*time.Minute)
+	mustContain(t, "the header", scr, "sandbox: "+base)
+	s.quit()
+	if exists(marker) {
+		t.Error("the project's server started after no")
+	}
+	if ids := builtFrom(t, api, filepath.Join(ws, "Dockerfile")); len(ids) > 0 {
+		t.Error("the project's image was built after no")
+	}
+
+	// Trust and remember: both happen.
+	s = start()
+	s.waitFor("No (start without them)", time.Minute)
+	s.press("Up")
+	s.press("Up")
+	s.press("Enter")
+	scr = s.waitFor("sandbox ready", 3*time.Minute)
+	mustContain(t, "the header", scr, "sandbox: shiro-project:")
+	deadline := time.Now().Add(time.Minute)
+	for !exists(marker) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !exists(marker) {
+		t.Errorf("the trusted server did not start:\n%s", s.screen())
+	}
+	s.quit()
+	if len(builtFrom(t, api, filepath.Join(ws, "Dockerfile"))) != 1 {
+		t.Error("the trusted image was not built")
+	}
+
+	// Not asked again.
+	s = start()
+	scr = s.waitFor("sandbox ready", 2*time.Minute)
+	if strings.Contains(scr, "Trust and remember") {
+		t.Errorf("asked again:\n%s", scr)
+	}
+	mustContain(t, "the header", scr, "sandbox: shiro-project:")
+	s.quit()
 }
