@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -245,6 +246,77 @@ func TestTrustBuildIsSandboxed(t *testing.T) {
 			t.Error("the failed build left an image tagged")
 		}
 	})
+}
+
+// TestTrustBuildCancels: ctrl-c during a project build ends shiro at once,
+// and the build: no container of it goes on running, no image is tagged.
+func TestTrustBuildCancels(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	base := testenv.RequireImage(t, h.api)
+	ws := h.workspace("trust-cancel")
+	token := filepath.Base(h.base)
+	h.writeOwned(filepath.Join(ws, "Dockerfile"), fmt.Sprintf("FROM %s\nRUN echo %s && sleep 300\n", base, token), 0o644)
+	h.writeOwned(filepath.Join(ws, ".shiro", "config.json"), `{"sandbox": {"image": "./Dockerfile"}}`, 0o644)
+	source := filepath.Join(ws, "Dockerfile")
+	removeProjectImages(t, h.api, ws, source)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := h.command(ctx, ws, nil, h.bin, "--trust-project", "tool", "bash", bashJSON("true", 0))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(seen.String(), "sleep 300") {
+		n, err := stderr.Read(buf)
+		seen.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("the build did not reach its RUN step: %v\n%s", err, seen.String())
+		}
+	}
+	time.Sleep(time.Second) // the step's container runs
+	sent := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	err = cmd.Wait()
+	took := time.Since(sent)
+	if took > 30*time.Second {
+		t.Errorf("shiro took %s to end after ctrl-c", took)
+	}
+	if err == nil {
+		t.Error("shiro succeeded after ctrl-c")
+	}
+	if len(builtFrom(t, h.api, source)) > 0 {
+		t.Error("the cancelled build left an image tagged")
+	}
+	// The step's container is gone (the engine stops the build when its
+	// client leaves).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list, err := h.api.ContainerList(context.Background(), client.ContainerListOptions{All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := ""
+		for _, c := range list.Items {
+			if strings.Contains(c.Command, token) {
+				running = c.ID + " " + string(c.State)
+			}
+		}
+		if running == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the build's step container is still there: %s", running)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // TestTrustTUIForm: the chat UI asks with a form that lists each command
