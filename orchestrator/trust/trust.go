@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/sandbox/docker"
@@ -49,7 +50,7 @@ type Ask struct {
 
 // String is the one-line description of the ask.
 func (a Ask) String() string {
-	s := "MCP server " + a.Name + ": " + a.What
+	s := "MCP server " + visible(a.Name) + ": " + a.What
 	if a.Kind == KindImage {
 		s = "image: " + a.What
 	}
@@ -66,8 +67,14 @@ func (a Ask) key() string { return a.Kind + "\x00" + a.Name }
 // stdio MCP server (remote ones are never connected, so they ask nothing)
 // and the image when the project chose it. Servers the user's config
 // declares under the same name are the user's and ask nothing.
+//
+// With --no-sandbox nothing is asked: the project's servers never start on
+// the host and its image is not used.
 func ProjectAsks(cfg config.Config, ws string) []Ask {
 	var asks []Ask
+	if cfg.Sandbox.NoSandbox {
+		return nil
+	}
 	names := make([]string, 0, len(cfg.ProjectMCPServers))
 	for n := range cfg.ProjectMCPServers {
 		if _, mine := cfg.MCPServers[n]; !mine {
@@ -82,7 +89,7 @@ func ProjectAsks(cfg config.Config, ws string) []Ask {
 		}
 		asks = append(asks, Ask{Kind: KindMCP, Name: n, What: CommandLine(c)})
 	}
-	if cfg.Sandbox.ImageFromProject && cfg.Sandbox.Image != "" && !cfg.Sandbox.NoSandbox {
+	if cfg.Sandbox.ImageFromProject && cfg.Sandbox.Image != "" {
 		asks = append(asks, imageAsk(cfg, ws))
 	}
 	return asks
@@ -123,8 +130,24 @@ func imageAsk(cfg config.Config, ws string) Ask {
 		}
 		fmt.Fprintf(&b, " [cannot be read: %v]", err)
 	}
-	a.What = b.String()
+	a.What = visible(b.String())
 	return a
+}
+
+// visible escapes what a terminal would not show as it is (control
+// characters, bidi overrides), so nothing hides in a line shown for
+// approval.
+func visible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 // CommandLine is a stdio server's command line as a shell would take it,
@@ -197,7 +220,7 @@ type Change struct {
 func (c Change) Lines() []string {
 	var out []string
 	for _, p := range c.Changed {
-		what := "MCP server " + p[1].Name
+		what := "MCP server " + visible(p[1].Name)
 		if p[1].Kind == KindImage {
 			what = "image"
 		}

@@ -147,3 +147,25 @@ func TestMatchPaths(t *testing.T) {
 		}
 	}
 }
+
+func TestAsksHideNothing(t *testing.T) {
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "Dockerfile"), []byte("FROM evil\x1b[2K:1\n"), 0o644)
+	cfg := projectConfig(t, ws, map[string]string{"s\u202ex": `{"command": "node"}`}, "./Dockerfile")
+	asks := ProjectAsks(cfg, ws)
+	for _, a := range asks {
+		if strings.ContainsAny(a.String(), "\x1b\u202e") {
+			t.Errorf("an ask hides something: %q", a.String())
+		}
+	}
+	// Withholding still finds the server by its real name.
+	Withhold(&cfg, asks)
+	if len(cfg.ProjectMCPServers) != 0 {
+		t.Errorf("kept: %v", cfg.ProjectMCPServers)
+	}
+	cfg = projectConfig(t, ws, map[string]string{"s": `{"command": "node"}`}, "./Dockerfile")
+	cfg.Sandbox.NoSandbox = true
+	if asks := ProjectAsks(cfg, ws); len(asks) != 0 {
+		t.Errorf("--no-sandbox asks: %v", asks)
+	}
+}
