@@ -339,6 +339,10 @@ func TestTrustTUIForm(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "Dockerfile"), []byte(fmt.Sprintf("# %s\nFROM %s\nRUN echo built > /built-by-project\n", ws, base)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Instruction files need no trust; the header and /context name them.
+	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("Be brief.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	removeProjectImages(t, api, ws, filepath.Join(ws, "Dockerfile"))
 	srv := fakemodel.New(t)
 	env := append(headlessEnv(t, providers[0], srv.URL), "TERM=xterm-256color") // one SHIRO_HOME for every start
@@ -391,6 +395,12 @@ func TestTrustTUIForm(t *testing.T) {
 	if strings.Contains(scr, "Trust and remember") {
 		t.Errorf("asked again:\n%s", scr)
 	}
-	mustContain(t, "the header", scr, "sandbox: shiro-project:")
+	mustContain(t, "the header", scr, "sandbox: shiro-project:", "instructions: AGENTS.md")
+	s.keys("/context", true)
+	scr = s.waitFor("pruning threshold", 10*time.Second)
+	if strings.Count(scr, "instructions: AGENTS.md") < 2 {
+		t.Errorf("/context does not name the instruction file:\n%s", scr)
+	}
+	s.press("Escape")
 	s.quit()
 }
