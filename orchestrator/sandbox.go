@@ -90,7 +90,9 @@ func OpenSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error
 // OpenDocker connects to the engine and opens the workspace's container
 // session. The caller closes both.
 func OpenDocker(ctx context.Context, cfg SandboxConfig) (*docker.Engine, *docker.Sandbox, error) {
-	if _, err := ResolveEnv(cfg.Env, cfg.LookupEnv); err != nil {
+	// A bad --env entry fails before anything is built or started.
+	env, err := ResolveEnv(cfg.Env, cfg.LookupEnv)
+	if err != nil {
 		return nil, nil, err
 	}
 	eng, err := docker.Connect(ctx)
@@ -102,7 +104,7 @@ func OpenDocker(ctx context.Context, cfg SandboxConfig) (*docker.Engine, *docker
 		eng.Close()
 		return nil, nil, err
 	}
-	sb, err := OpenDockerImage(ctx, eng, cfg, img)
+	sb, err := openDockerImage(ctx, eng, cfg, img, env)
 	if err != nil {
 		eng.Close()
 		return nil, nil, err
@@ -149,6 +151,11 @@ func OpenDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig,
 	if err != nil {
 		return nil, err
 	}
+	return openDockerImage(ctx, eng, cfg, img, env)
+}
+
+// openDockerImage is OpenDockerImage with cfg.Env already resolved.
+func openDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig, img docker.ResolvedImage, env []string) (*docker.Sandbox, error) {
 	return eng.Open(ctx, docker.Options{
 		Workspace:   cfg.Workspace,
 		Image:       img.Ref,
@@ -196,7 +203,7 @@ func (o *ownedEngine) Close() error {
 
 // ensureDefaultImage builds the default image when it is missing.
 func ensureDefaultImage(ctx context.Context, eng *docker.Engine, progress io.Writer) error {
-	ok, err := docker.ImageExists(ctx, eng.API(), images.Tag())
+	ok, err := eng.ImageExists(ctx, images.Tag())
 	if err != nil || ok {
 		return err
 	}
@@ -204,5 +211,5 @@ func ensureDefaultImage(ctx context.Context, eng *docker.Engine, progress io.Wri
 		progress = io.Discard
 	}
 	fmt.Fprintf(progress, "building the sandbox image %s (once)\n", images.Tag())
-	return docker.BuildDefaultImageAuto(ctx, eng.API(), docker.BuildOptions{Progress: progress})
+	return eng.BuildDefaultImageAuto(ctx, docker.BuildOptions{Progress: progress})
 }

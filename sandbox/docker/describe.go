@@ -105,9 +105,3 @@ func (d ImageDescription) String() string {
 	}
 	return fmt.Sprintf("%s (%s), %s", d.Ref, id, from)
 }
-
-// ImageIsUsable reports whether the engine has ref, without pulling or
-// building anything.
-func (e *Engine) ImageIsUsable(ctx context.Context, ref string) (bool, error) {
-	return ImageExists(ctx, e.api, ref)
-}

@@ -74,8 +74,14 @@ func (e *ImageBuildError) Error() string {
 	return fmt.Sprintf("step %s (%s): %s", e.Step, e.Instruction, e.Message)
 }
 
-// ImageExists reports whether the engine has the image ref.
-func ImageExists(ctx context.Context, api ImageAPI, ref string) (bool, error) {
+// ImageExists reports whether the engine has the image ref, without
+// pulling or building anything.
+func (e *Engine) ImageExists(ctx context.Context, ref string) (bool, error) {
+	return imageExists(ctx, e.api, ref)
+}
+
+// imageExists reports whether api's engine has the image ref.
+func imageExists(ctx context.Context, api ImageAPI, ref string) (bool, error) {
 	if _, err := api.ImageInspect(ctx, ref); err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return false, nil
@@ -85,34 +91,34 @@ func ImageExists(ctx context.Context, api ImageAPI, ref string) (bool, error) {
 	return true, nil
 }
 
-// EnsureImage makes sure the engine has the image ref. The default image
+// ensureImage makes sure the engine has the image ref. The default image
 // (images.Tag()) is built when missing, as BuildDefaultImageAuto does; any
 // other missing image is a *MissingImageError.
-func EnsureImage(ctx context.Context, api ImageAPI, ref string, opts BuildOptions) error {
-	ok, err := ImageExists(ctx, api, ref)
+func ensureImage(ctx context.Context, api ImageAPI, ref string, opts BuildOptions) error {
+	ok, err := imageExists(ctx, api, ref)
 	if err != nil || ok {
 		return err
 	}
 	if ref != images.Tag() {
 		return &MissingImageError{Image: ref}
 	}
-	return BuildDefaultImageAuto(ctx, api, opts)
+	return buildDefaultImage(ctx, api, opts, true, systemHost(), &defaultImageBuilds)
 }
 
 // BuildDefaultImage builds the default sandbox image and tags it
 // images.Tag(): through the engine from images.Dockerfile(), or with
 // debootstrap when opts.Offline is set. A build of the same tag already
 // running in this process is joined rather than started again.
-func BuildDefaultImage(ctx context.Context, api ImageAPI, opts BuildOptions) error {
-	return buildDefaultImage(ctx, api, opts, false, systemHost(), &defaultImageBuilds)
+func (e *Engine) BuildDefaultImage(ctx context.Context, opts BuildOptions) error {
+	return buildDefaultImage(ctx, e.api, opts, false, systemHost(), &defaultImageBuilds)
 }
 
 // BuildDefaultImageAuto is BuildDefaultImage that falls back to the offline
 // build, and says so on opts.Progress, when the online build cannot get its
 // base image (no registry, no network). Other failures are returned as they
 // are.
-func BuildDefaultImageAuto(ctx context.Context, api ImageAPI, opts BuildOptions) error {
-	return buildDefaultImage(ctx, api, opts, true, systemHost(), &defaultImageBuilds)
+func (e *Engine) BuildDefaultImageAuto(ctx context.Context, opts BuildOptions) error {
+	return buildDefaultImage(ctx, e.api, opts, true, systemHost(), &defaultImageBuilds)
 }
 
 // defaultImageBuilds holds this process's in-flight builds of the default
@@ -145,7 +151,7 @@ func buildDefaultImage(ctx context.Context, api ImageAPI, opts BuildOptions, aut
 		if err != nil {
 			return err
 		}
-		ok, err := ImageExists(ctx, api, tag)
+		ok, err := imageExists(ctx, api, tag)
 		if err != nil {
 			return err
 		}

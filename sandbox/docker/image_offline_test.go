@@ -369,7 +369,7 @@ func TestDockerOfflineBuildOfDefaultImageIfMissing(t *testing.T) {
 	}
 
 	tag := images.Tag()
-	ok, err := ImageExists(ctx, api, tag)
+	ok, err := imageExists(ctx, api, tag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestDockerOfflineBuildOfDefaultImageIfMissing(t *testing.T) {
 			skipUnlessCI(t, "%s is missing and building it offline needs root", tag)
 		}
 		start := time.Now()
-		if err := BuildDefaultImage(ctx, api, BuildOptions{Offline: true, Progress: &logWriter{t: t}}); err != nil {
+		if err := buildDefaultImage(ctx, api, BuildOptions{Offline: true, Progress: &logWriter{t: t}}, false, systemHost(), &defaultImageBuilds); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("offline build of %s took %s", tag, time.Since(start).Round(time.Second))

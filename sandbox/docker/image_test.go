@@ -195,12 +195,12 @@ func TestImageExists(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			api := &fakeImageAPI{inspect: func(string) (client.ImageInspectResult, error) { return client.ImageInspectResult{}, tt.err }}
-			got, err := ImageExists(t.Context(), api, "x")
+			got, err := imageExists(t.Context(), api, "x")
 			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
-				t.Fatalf("ImageExists() error = %v, want %v", err, tt.wantErr)
+				t.Fatalf("imageExists() error = %v, want %v", err, tt.wantErr)
 			}
 			if got != tt.want {
-				t.Errorf("ImageExists() = %v, want %v", got, tt.want)
+				t.Errorf("imageExists() = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -211,25 +211,25 @@ func TestEnsureImage(t *testing.T) {
 	t.Run("a present image is not built", func(t *testing.T) {
 		t.Parallel()
 		api := &fakeImageAPI{inspect: func(string) (client.ImageInspectResult, error) { return client.ImageInspectResult{}, nil }}
-		if err := EnsureImage(t.Context(), api, images.Tag(), BuildOptions{}); err != nil {
+		if err := ensureImage(t.Context(), api, images.Tag(), BuildOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("another missing image is a MissingImageError", func(t *testing.T) {
 		t.Parallel()
 		api := &fakeImageAPI{inspect: func(ref string) (client.ImageInspectResult, error) { return client.ImageInspectResult{}, notFound(ref) }}
-		err := EnsureImage(t.Context(), api, "example/other:1", BuildOptions{})
+		err := ensureImage(t.Context(), api, "example/other:1", BuildOptions{})
 		var missing *MissingImageError
 		if !errors.As(err, &missing) || missing.Image != "example/other:1" {
-			t.Fatalf("EnsureImage() = %v, want a MissingImageError for example/other:1", err)
+			t.Fatalf("ensureImage() = %v, want a MissingImageError for example/other:1", err)
 		}
 	})
 	t.Run("an invalid mirror is refused before anything is built", func(t *testing.T) {
 		t.Parallel()
 		api := &fakeImageAPI{inspect: func(ref string) (client.ImageInspectResult, error) { return client.ImageInspectResult{}, notFound(ref) }}
-		err := EnsureImage(t.Context(), api, images.Tag(), BuildOptions{Mirror: "ftp://example.org/debian"})
+		err := ensureImage(t.Context(), api, images.Tag(), BuildOptions{Mirror: "ftp://example.org/debian"})
 		if err == nil || !strings.Contains(err.Error(), "want an http, https or file URL") {
-			t.Fatalf("EnsureImage() = %v, want a mirror error", err)
+			t.Fatalf("ensureImage() = %v, want a mirror error", err)
 		}
 	})
 }

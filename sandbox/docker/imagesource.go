@@ -290,7 +290,7 @@ func ClassifyImage(spec string) (ImageKind, string) {
 // ensureReference makes sure the engine has ref: present, or pulled with
 // progress. It reports whether it pulled.
 func ensureReference(ctx context.Context, api resolveAPI, ref string, req ImageRequest) (bool, error) {
-	ok, err := ImageExists(ctx, api, ref)
+	ok, err := imageExists(ctx, api, ref)
 	if err != nil || ok {
 		return false, err
 	}
@@ -316,7 +316,7 @@ func pullImage(ctx context.Context, api resolveAPI, ref string, progress io.Writ
 	if err := decodeImageStream(res, progress); err != nil {
 		return err
 	}
-	ok, err := ImageExists(ctx, api, ref)
+	ok, err := imageExists(ctx, api, ref)
 	if err != nil {
 		return err
 	}
@@ -385,18 +385,18 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 		return "", false, err
 	}
 	tag := ProjectImageRepo + ":" + hash[:16]
-	if ok, err := ImageExists(ctx, api, tag); err != nil || ok {
+	if ok, err := imageExists(ctx, api, tag); err != nil || ok {
 		return tag, false, err
 	}
 	if usesBase {
-		if err := EnsureImage(ctx, api, images.Tag(), BuildOptions{Progress: req.Progress}); err != nil {
+		if err := ensureImage(ctx, api, images.Tag(), BuildOptions{Progress: req.Progress}); err != nil {
 			return "", false, err
 		}
 	}
 	built := false
 	err = builds.do(ctx, tag, req.Progress, func(ctx context.Context, progress io.Writer) error {
 		// Another process may have finished the same build meanwhile.
-		if ok, err := ImageExists(ctx, api, tag); err != nil || ok {
+		if ok, err := imageExists(ctx, api, tag); err != nil || ok {
 			return err
 		}
 		fmt.Fprintf(progress, "building %s from %s (context %s, %d files)\n", tag, bs.source, bs.ctxDir, len(bs.ctx.entries))
@@ -439,7 +439,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			}
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			if ok, _ := ImageExists(rctx, api, tag); ok {
+			if ok, _ := imageExists(rctx, api, tag); ok {
 				_, _ = api.ImageRemove(rctx, tag, client.ImageRemoveOptions{})
 			}
 		}()
@@ -462,7 +462,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 	if err != nil {
 		return "", false, fmt.Errorf("build the image from %s: %w", bs.source, err)
 	}
-	if ok, err := ImageExists(ctx, api, tag); err != nil {
+	if ok, err := imageExists(ctx, api, tag); err != nil {
 		return "", false, err
 	} else if !ok {
 		return "", false, fmt.Errorf("build the image from %s: image %s missing after a successful build", bs.source, tag)

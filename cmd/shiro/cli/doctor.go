@@ -254,7 +254,7 @@ func (d *doctor) checkSandbox(ctx context.Context, sc orchestrator.SandboxConfig
 func (d *doctor) checkImage(ctx context.Context, eng *docker.Engine, sc orchestrator.SandboxConfig) (docker.ResolvedImage, bool) {
 	var img docker.ResolvedImage
 	if sc.Image == "" {
-		present, err := eng.ImageIsUsable(ctx, images.Tag())
+		present, err := eng.ImageExists(ctx, images.Tag())
 		if err != nil {
 			d.fail("image", err.Error(), "")
 			return img, false

@@ -46,7 +46,7 @@ By default the Dockerfile is built, and when its base image cannot be pulled
 			}
 			defer eng.Close()
 			if opts.IfMissing {
-				ok, err := docker.ImageExists(cmd.Context(), eng.API(), images.Tag())
+				ok, err := eng.ImageExists(cmd.Context(), images.Tag())
 				if err != nil {
 					return err
 				}
@@ -59,11 +59,11 @@ By default the Dockerfile is built, and when its base image cannot be pulled
 			switch {
 			case opts.Offline:
 				bo.Offline = true
-				err = docker.BuildDefaultImage(cmd.Context(), eng.API(), bo)
+				err = eng.BuildDefaultImage(cmd.Context(), bo)
 			case opts.Online:
-				err = docker.BuildDefaultImage(cmd.Context(), eng.API(), bo)
+				err = eng.BuildDefaultImage(cmd.Context(), bo)
 			default:
-				err = docker.BuildDefaultImageAuto(cmd.Context(), eng.API(), bo)
+				err = eng.BuildDefaultImageAuto(cmd.Context(), bo)
 			}
 			if err != nil {
 				return err
