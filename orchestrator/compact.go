@@ -36,11 +36,6 @@ func (s *Session) Compact(ctx context.Context) (before, after int, err error) {
 	for _, t := range s.offered() {
 		specs = append(specs, llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
 	}
-	for _, p := range s.plugins {
-		for _, t := range p.Tools {
-			specs = append(specs, llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
-		}
-	}
 	req := llm.Request{
 		System:   "You are shiro, a coding agent, summarising your own session so that it can go on from the summary.",
 		Messages: append(history, llm.Text(llm.RoleUser, compactInstruction)),

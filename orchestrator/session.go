@@ -1,12 +1,14 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
@@ -37,7 +39,11 @@ type SessionOptions struct {
 	Instructions   *InstructionSet
 	MaxSteps       int
 	PruneThreshold int
-	Reasoning      llm.Reasoning
+	// Variant names the agent variant ("" is default). Reasoning, when
+	// not empty, overrides the variant's thinking level (the --think flag
+	// or the thinking key).
+	Variant   string
+	Reasoning llm.Reasoning
 	// History resumes an earlier conversation.
 	History []llm.Message
 	// OnChange is called after every change of the history.
@@ -77,6 +83,7 @@ type SessionOptions struct {
 
 // Session is one conversation with its workspace, sandbox and tools.
 type Session struct {
+	mu       sync.Mutex // guards variant
 	ws       string
 	root     *os.Root
 	sandbox  *Lazy
@@ -93,6 +100,10 @@ type Session struct {
 	skills       []sessiontools.Skill
 	sessionTools []agent.Tool
 	mcp          *sessionMCP // nil without MCP servers
+	// The agent variant and the thinking level in force; maxSteps is the
+	// session's own cap (a variant's replaces it).
+	variant  agent.Variant
+	maxSteps int
 	// Notices collected while the session was assembled (unknown plugins,
 	// instruction files and skills that were refused).
 	Notices []string
@@ -105,12 +116,19 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace: %w", err)
 	}
+	variant, err := agent.ResolveVariant(opts.Variant, string(opts.Reasoning))
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
 	s := &Session{
 		ws:       opts.Workspace,
 		root:     root,
 		sandbox:  NewLazy(opts.Sandbox),
 		builtins: tools.Builtins(),
 		sets:     opts.ToolSets,
+		variant:  variant,
+		maxSteps: opts.MaxSteps,
 	}
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
@@ -141,7 +159,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		Model: opts.Model,
 		Tools: s.offered,
 		System: func(offered []agent.Tool) string {
-			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Interactive, Instructions: instructions, Appendices: agent.Appendices(plugins)}
+			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Interactive, Instructions: instructions, Variant: s.Variant().Appendix, Appendices: agent.Appendices(plugins)}
 			for _, t := range offered {
 				in.Offered = append(in.Offered, t.Name())
 				if agent.IsGated(t) {
@@ -163,10 +181,10 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		AutoApprove:    autoApprove,
 		Approver:       opts.Approver,
 		Yolo:           opts.Yolo,
-		Plugins:        plugins,
-		MaxSteps:       opts.MaxSteps,
+		Plugins:        withoutTools(plugins), // their tools are in s.offered
+		MaxSteps:       cmp.Or(variant.MaxSteps, opts.MaxSteps),
 		PruneThreshold: opts.PruneThreshold,
-		Reasoning:      opts.Reasoning,
+		Reasoning:      variant.Thinking,
 		OnChange:       opts.OnChange,
 	})
 	if err != nil {
@@ -204,19 +222,69 @@ func (s *Session) addSessionTools(opts SessionOptions) {
 	}
 	if !opts.NoSubagent {
 		s.sessionTools = append(s.sessionTools, &sessiontools.Task{
-			Model:     func() llm.Model { return s.agent.Model() },
-			Tools:     s.builtinTools,
-			Reasoning: opts.Reasoning,
-			Progress:  opts.OnSubagent,
+			Model:    func() llm.Model { return s.agent.Model() },
+			Tools:    s.builtinTools,
+			Level:    func() llm.Reasoning { return s.Variant().Thinking },
+			Usage:    func(u llm.Usage) { s.agent.AddUsage(u) },
+			Progress: opts.OnSubagent,
 		})
 	}
 }
 
-// offered is what the agent is offered: the built-in tools of the enabled
-// sets, adapted, then the session tools and the tools of the MCP servers
-// connected so far (which belong to no set).
+// offered is what the agent is offered, decided here and only here: the
+// built-in tools of the enabled sets, adapted, then the session tools, the
+// tools of the MCP servers connected so far (which belong to no set) and the
+// plugins' tools, first name wins, less what the agent variant withholds.
 func (s *Session) offered() []agent.Tool {
-	return append(append(s.builtinTools(), s.sessionTools...), s.mcpTools()...)
+	list := s.offeredList()
+	out := make([]agent.Tool, len(list))
+	for i, o := range list {
+		out[i] = o.tool
+	}
+	return out
+}
+
+type offeredTool struct {
+	tool agent.Tool
+	kind string
+}
+
+func (s *Session) offeredList() []offeredTool {
+	v := s.Variant()
+	var out []offeredTool
+	seen := map[string]bool{}
+	add := func(t agent.Tool, kind string) {
+		if n := t.Name(); !seen[n] && v.Allows(n) {
+			seen[n] = true
+			out = append(out, offeredTool{tool: t, kind: kind})
+		}
+	}
+	for _, t := range tools.Offered(s.builtins, s.sets) {
+		add(toolAdapter{t: t, env: s.env}, string(t.Set()))
+	}
+	for _, t := range s.sessionTools {
+		add(t, KindSession)
+	}
+	for _, t := range s.mcpTools() {
+		add(t, KindMCP)
+	}
+	for _, p := range s.plugins {
+		for _, t := range p.Tools {
+			add(t, KindPlugin)
+		}
+	}
+	return out
+}
+
+// withoutTools copies plugins without their tools, which the session
+// offers itself (so that a variant can withhold them).
+func withoutTools(plugins []agent.Plugin) []agent.Plugin {
+	out := make([]agent.Plugin, len(plugins))
+	for i, p := range plugins {
+		p.Tools = nil
+		out[i] = p
+	}
+	return out
 }
 
 // builtinTools adapts the offered built-in tools for the agent.
@@ -271,33 +339,49 @@ type OfferedTool struct {
 	Gated bool
 }
 
-// Offered lists every tool the model is offered on the next step: the
-// built-in tools of the enabled sets, the session tools, the MCP tools,
-// then the plugins' tools (first name wins, as the agent offers them).
+// Offered lists every tool the model is offered on the next step, as the
+// agent is offered them.
 func (s *Session) Offered() []OfferedTool {
 	var out []OfferedTool
-	seen := map[string]bool{}
-	add := func(name, kind string, gated bool) {
-		if !seen[name] {
-			seen[name] = true
-			out = append(out, OfferedTool{Name: name, Kind: kind, Gated: gated})
-		}
-	}
-	for _, t := range tools.Offered(s.builtins, s.sets) {
-		add(t.Name(), string(t.Set()), tools.IsGated(t))
-	}
-	for _, t := range s.sessionTools {
-		add(t.Name(), KindSession, agent.IsGated(t))
-	}
-	for _, t := range s.mcpTools() {
-		add(t.Name(), KindMCP, agent.IsGated(t))
-	}
-	for _, p := range s.plugins {
-		for _, t := range p.Tools {
-			add(t.Name(), KindPlugin, agent.IsGated(t))
-		}
+	for _, o := range s.offeredList() {
+		out = append(out, OfferedTool{Name: o.tool.Name(), Kind: o.kind, Gated: agent.IsGated(o.tool)})
 	}
 	return out
+}
+
+// Variant is the agent variant in force, its Thinking the level in force.
+func (s *Session) Variant() agent.Variant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.variant
+}
+
+// SetVariant switches the agent variant from the next model call, with the
+// variant's own thinking level (a later SetThinking overrides it).
+func (s *Session) SetVariant(name string) error {
+	v, err := agent.ResolveVariant(name, "")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.variant = v
+	s.mu.Unlock()
+	s.agent.SetReasoning(v.Thinking)
+	s.agent.SetMaxSteps(cmp.Or(v.MaxSteps, s.maxSteps))
+	return nil
+}
+
+// SetThinking sets the thinking level from the next model call.
+func (s *Session) SetThinking(level string) error {
+	l, err := agent.ParseThinking(level)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.variant.Thinking = l
+	s.mu.Unlock()
+	s.agent.SetReasoning(l)
+	return nil
 }
 
 // StartSandbox opens the sandbox now rather than on the first command (the

@@ -68,9 +68,9 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 
 // ModelFlags choose the provider and model.
 type ModelFlags struct {
-	Provider, Model, BaseURL, Thinking string
-	Yolo, NoPlugins                    bool
-	flags                              *pflag.FlagSet
+	Provider, Model, BaseURL, Thinking, Agent string
+	Yolo, NoPlugins                           bool
+	flags                                     *pflag.FlagSet
 }
 
 func (m *ModelFlags) bind(cmd *cobra.Command) {
@@ -79,7 +79,8 @@ func (m *ModelFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&m.Provider, "provider", "", "model provider: anthropic, openai or openai-compatible")
 	fl.StringVar(&m.Model, "model", "", "model id")
 	fl.StringVar(&m.BaseURL, "base-url", "", "API base URL (Ollama, vLLM, OpenRouter, a proxy)")
-	fl.StringVar(&m.Thinking, "think", "", "thinking level: off, low, medium, high, max")
+	fl.StringVar(&m.Agent, "agent", "", "agent variant: default, quick, deep, plan, review")
+	fl.StringVar(&m.Thinking, "think", "", "thinking level: off, low, medium, high, max (default: the variant's)")
 	fl.BoolVar(&m.Yolo, "yolo", false, "skip approval prompts (the guard still refuses destructive commands)")
 	fl.BoolVar(&m.NoPlugins, "no-plugins", false, "disable every plugin, the guard included")
 }
@@ -97,6 +98,7 @@ func (m *ModelFlags) overrides(o *config.Overrides) {
 	set("model", &m.Model, &o.Model)
 	set("base-url", &m.BaseURL, &o.BaseURL)
 	set("think", &m.Thinking, &o.Thinking)
+	set("agent", &m.Agent, &o.Agent)
 	if m.flags.Changed("yolo") {
 		o.Yolo = &m.Yolo
 	}

@@ -156,6 +156,7 @@ func (f *Factory) sessionOptions(cfg config.Config, paths config.Paths, ws strin
 		Plugins:        cfg.Plugins,
 		NoInstructions: opts.NoInstructions,
 		PruneThreshold: cfg.CompactThreshold,
+		Variant:        cfg.Agent,
 		Reasoning:      llm.Reasoning(cfg.Thinking),
 		History:        rec.Messages,
 		Todos:          rec.Todos,
