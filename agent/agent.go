@@ -92,6 +92,9 @@ type Config struct {
 	MaxTokens      int
 	// OnChange is called after every change of the history (for saving).
 	OnChange func(messages []llm.Message)
+	// OnUsage is called with the tokens of every request, whatever became
+	// of its turn (the session's ledger), and of those AddUsage counts.
+	OnUsage func(llm.Usage)
 }
 
 // Agent holds one conversation.
@@ -157,7 +160,11 @@ func (a *Agent) Replace(messages []llm.Message) {
 func (a *Agent) AddUsage(u llm.Usage) {
 	a.mu.Lock()
 	a.usage = a.usage.Add(u)
+	onUsage := a.cfg.OnUsage
 	a.mu.Unlock()
+	if onUsage != nil && u != (llm.Usage{}) {
+		onUsage(u)
+	}
 }
 
 // SetUsage sets the total (a resumed session starts from its record's).
@@ -390,9 +397,7 @@ func (a *Agent) Send(ctx context.Context, text string, emit func(Event)) error {
 		}
 		msg, usage, err := a.step(ctx, emit)
 		turnUsage = turnUsage.Add(usage)
-		a.mu.Lock() // every billed request counts, however the turn ends
-		a.usage = a.usage.Add(usage)
-		a.mu.Unlock()
+		a.AddUsage(usage) // every billed request counts, however the turn ends
 		if err != nil {
 			if ctx.Err() != nil { // aborted: what was delivered stays delivered
 				emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})

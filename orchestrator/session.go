@@ -14,6 +14,7 @@ import (
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
+	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -44,7 +45,14 @@ type SessionOptions struct {
 	// or the thinking key).
 	Variant   string
 	Reasoning llm.Reasoning
-	// History resumes an earlier conversation.
+	// Store, when set, keeps the session's record: the session saves it as
+	// the history changes and as requests are billed. Record is the record
+	// to continue (a resumed session: its messages, task list and totals;
+	// an empty one starts a new record). OnSaveError hears of failed saves.
+	Store       *store.Store
+	Record      store.Record
+	OnSaveError func(error)
+	// History resumes an earlier conversation (without a Record).
 	History []llm.Message
 	// OnChange is called after every change of the history.
 	OnChange func([]llm.Message)
@@ -100,6 +108,7 @@ type Session struct {
 	skills       []sessiontools.Skill
 	sessionTools []agent.Tool
 	mcp          *sessionMCP // nil without MCP servers
+	book         *book
 	// The agent variant and the thinking level in force; maxSteps is the
 	// session's own cap (a variant's replaces it).
 	variant  agent.Variant
@@ -150,7 +159,14 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		instructions = InstructionsBlock(set.Files)
 		s.Notices = append(s.Notices, set.Notices...)
 	}
+	if opts.History == nil {
+		opts.History = opts.Record.Messages
+	}
+	if opts.Todos == nil {
+		opts.Todos = opts.Record.Todos
+	}
 	s.addSessionTools(opts)
+	s.book = newBook(opts.Store, opts.Record, opts.OnSaveError, s.todos.JSON)
 	autoApprove := make([]string, len(s.sessionTools))
 	for i, t := range s.sessionTools {
 		autoApprove[i] = t.Name()
@@ -185,13 +201,20 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		MaxSteps:       cmp.Or(variant.MaxSteps, opts.MaxSteps),
 		PruneThreshold: opts.PruneThreshold,
 		Reasoning:      variant.Thinking,
-		OnChange:       opts.OnChange,
+		OnChange: func(msgs []llm.Message) {
+			s.book.save(msgs, true)
+			if opts.OnChange != nil {
+				opts.OnChange(msgs)
+			}
+		},
+		OnUsage: func(u llm.Usage) { s.book.add(s.agent.Model().Info().Model, u) },
 	})
 	if err != nil {
 		root.Close()
 		return nil, err
 	}
 	a.Replace(opts.History)
+	a.SetUsage(llm.Usage{InputTokens: opts.Record.InputTokens, OutputTokens: opts.Record.OutputTokens})
 	s.agent = a
 	s.startMCP(opts)
 	return s, nil
@@ -398,9 +421,6 @@ func (s *Session) StartSandbox(ctx context.Context) (sandbox.Info, error) {
 // Workspace is the session's workspace directory.
 func (s *Session) Workspace() string { return s.ws }
 
-// Agent is the session's agent.
-func (s *Session) Agent() *agent.Agent { return s.agent }
-
 // Send runs one turn, after waiting for the MCP servers still starting
 // (bounded; see awaitMCP).
 func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
@@ -411,7 +431,7 @@ func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event
 // Close closes the MCP servers, releases the sandbox session (killing what
 // it started) and the workspace.
 func (s *Session) Close() error {
-	return errors.Join(s.closeMCP(), s.sandbox.Close(), s.root.Close())
+	return errors.Join(s.book.close(), s.closeMCP(), s.sandbox.Close(), s.root.Close())
 }
 
 // toolAdapter runs a built-in tool for the agent, with live output.

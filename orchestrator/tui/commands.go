@@ -172,7 +172,7 @@ func (m *Model) cmdTools(string) tea.Cmd {
 	for _, r := range rows {
 		gate := "free"
 		switch {
-		case r.Gated && m.rt.sess.Agent().Allowed(r.Name):
+		case r.Gated && m.rt.sess.Allowed(r.Name):
 			gate = "allowed"
 		case r.Gated && m.cfg.Yolo:
 			gate = "yolo"
@@ -182,7 +182,7 @@ func (m *Model) cmdTools(string) tea.Cmd {
 		fmt.Fprintf(&b, "%-*s %-10s %-7s %s\n", width, r.Name, r.Kind, gate, state[r.Name])
 	}
 	for _, r := range rows {
-		if p := m.rt.sess.Agent().AllowedPrefixes(r.Name); len(p) > 0 {
+		if p := m.rt.sess.AllowedPrefixes(r.Name); len(p) > 0 {
 			fmt.Fprintf(&b, "\n%s allowed this session for %s", r.Name, prefixList(p))
 		}
 	}
@@ -199,7 +199,7 @@ func (m *Model) cmdContext(string) tea.Cmd {
 		threshold = agent.DefaultPruneThreshold
 	}
 	fmt.Fprintf(&b, "context: ~%s tokens in %d messages (%d%% of the %s pruning threshold)",
-		humanTokens(m.stats.context), len(m.rt.sess.Agent().Messages()), m.stats.context*100/threshold, humanTokens(threshold))
+		humanTokens(m.stats.context), len(m.rt.sess.Messages()), m.stats.context*100/threshold, humanTokens(threshold))
 	m.info = &infoPanel{title: "context", body: b.String()}
 	return nil
 }
@@ -209,7 +209,7 @@ func (m *Model) cmdContext(string) tea.Cmd {
 func (m *Model) instructionsSummary() string {
 	var b strings.Builder
 	if len(m.opts.Instructions) == 0 {
-		b.WriteString("no AGENTS.md found (nor CLAUDE.md, .shiro.md)\n")
+		b.WriteString("no AGENTS.md found (nor CLAUDE.md, .shiro.md) - /init writes one\n")
 	} else {
 		b.WriteString("instructions: " + strings.Join(m.opts.Instructions, ", ") + "\n")
 	}
@@ -222,12 +222,8 @@ func (m *Model) instructionsSummary() string {
 func (m *Model) cmdCost(string) tea.Cmd {
 	m.stats = m.rt.stats()
 	u := m.stats.usage
-	spend := "unpriced"
-	if usd, ok := orchestrator.Cost(m.stats.model, u); ok {
-		spend = orchestrator.FormatUSD(usd)
-	}
-	body := fmt.Sprintf("model     %s/%s\nbilled    %d in / %d out tokens\nspend     %s\ncontext   ~%s tokens",
-		m.stats.provider, m.stats.model, u.InputTokens, u.OutputTokens, spend, humanTokens(m.stats.context))
+	body := fmt.Sprintf("model     %s/%s\nbilled    %d in / %d out tokens\nspend     %s\ncontext   ~%s tokens\nagent     %s  thinking: %s",
+		m.stats.provider, m.stats.model, u.InputTokens, u.OutputTokens, spendText(u), humanTokens(m.stats.context), m.stats.variant, m.stats.thinking)
 	m.info = &infoPanel{title: "cost", body: body}
 	return nil
 }
@@ -438,7 +434,7 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 		}
 		m.sessionID = msg.rec.ID
 		m.stats = m.rt.stats()
-		m.replay(m.rt.sess.Agent().Messages())
+		m.replay(m.rt.sess.Messages())
 		m.printInfo(fmt.Sprintf("resumed %s: %d messages - %s", msg.rec.ID[:8], msg.n, msg.rec.Title))
 	case savedMsg:
 		switch {
