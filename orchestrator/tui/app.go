@@ -132,7 +132,7 @@ type App struct {
 	stop   chan struct{} // closed when Run ends: nothing waits on the UI then
 	out    *printQueue   // transcript lines to print above the program
 	reflow *reflowWriter // the terminal, as Bubble Tea writes to it
-	sess   Session // set by Run
+	sess   Session       // set by Run
 	once   sync.Once
 
 	askSeq atomic.Int64 // numbers the questions of the ask tool
@@ -202,7 +202,9 @@ func (a *App) Notice(text string) { a.post(noticeMsg{text: text}) }
 
 // OnSaveError shows a failed save of the session (hand it to the
 // session's options).
-func (a *App) OnSaveError(err error) { a.post(noticeMsg{text: "saving the session failed: " + err.Error()}) }
+func (a *App) OnSaveError(err error) {
+	a.post(noticeMsg{text: "saving the session failed: " + err.Error()})
+}
 
 // Progress receives sandbox start-up progress, line by line, for the
 // header.
