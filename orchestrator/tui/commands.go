@@ -30,6 +30,9 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		{name: "help", aliases: []string{"?"}, summary: "commands and keys", offline: true, run: (*Model).cmdHelp},
+		{name: "agent", args: "[name]", summary: "switch the agent variant (no name: pick one)", offline: true, run: (*Model).cmdAgent},
+		{name: "think", args: "[level]", summary: "set the thinking level (no level: pick one)", offline: true, run: (*Model).cmdThink},
+		{name: "init", summary: "have the model write AGENTS.md for this project", run: (*Model).cmdInit},
 		{name: "model", args: "[id]", summary: "switch the model (no id: pick from the list)", run: (*Model).cmdModel},
 		{name: "models", summary: "list the provider's models and pick one", run: (*Model).cmdModels},
 		{name: "provider", aliases: []string{"login"}, summary: "set up the provider, key and model", offline: true, run: (*Model).cmdProvider},
@@ -147,6 +150,72 @@ func (m *Model) cmdModels(string) tea.Cmd {
 
 func (m *Model) cmdProvider(string) tea.Cmd { return m.openOnboarding() }
 
+// cmdAgent switches the variant, or offers the five in a picker.
+func (m *Model) cmdAgent(arg string) tea.Cmd {
+	if arg != "" {
+		return m.switchVariant(arg)
+	}
+	variants := agent.Variants()
+	pick := &picker{}
+	for i, v := range variants {
+		label := fmt.Sprintf("%-8s %s", v.Name, v.Summary)
+		if v.Name == m.stats.variant {
+			label += " (current)"
+			pick.sel = i
+		}
+		pick.items = append(pick.items, pickItem{label: label})
+	}
+	return m.openForm(&formModal{
+		title: "Pick an agent",
+		pick:  pick,
+		done:  func(m *Model) tea.Cmd { return m.switchVariant(variants[pick.sel].Name) },
+	})
+}
+
+func (m *Model) switchVariant(name string) tea.Cmd {
+	if err := m.rt.sess.SetVariant(strings.ToLower(strings.TrimSpace(name))); err != nil {
+		m.printError(err.Error())
+		return nil
+	}
+	m.stats = m.rt.stats()
+	m.printInfo(fmt.Sprintf("agent: %s  thinking: %s", m.stats.variant, m.stats.thinking))
+	return nil
+}
+
+// cmdThink sets the thinking level, or offers the levels in a picker.
+func (m *Model) cmdThink(arg string) tea.Cmd {
+	if arg != "" {
+		return m.switchThinking(arg)
+	}
+	pick := &picker{}
+	for i, l := range agent.ThinkingLevels {
+		label := string(l)
+		if label == m.stats.thinking {
+			label += " (current)"
+			pick.sel = i
+		}
+		pick.items = append(pick.items, pickItem{label: label})
+	}
+	return m.openForm(&formModal{
+		title: "Pick a thinking level",
+		pick:  pick,
+		done:  func(m *Model) tea.Cmd { return m.switchThinking(string(agent.ThinkingLevels[pick.sel])) },
+	})
+}
+
+func (m *Model) switchThinking(level string) tea.Cmd {
+	if err := m.rt.sess.SetThinking(strings.ToLower(strings.TrimSpace(level))); err != nil {
+		m.printError(err.Error())
+		return nil
+	}
+	m.stats = m.rt.stats()
+	m.printInfo("thinking: " + m.stats.thinking)
+	return nil
+}
+
+// cmdInit runs the built-in "write AGENTS.md" prompt as a turn.
+func (m *Model) cmdInit(string) tea.Cmd { return m.startTurnAs("/init", orchestrator.InitPrompt) }
+
 func (m *Model) cmdTools(string) tea.Cmd {
 	offered := m.rt.sess.Offered()
 	builtins := tools.Builtins()
@@ -156,6 +225,9 @@ func (m *Model) cmdTools(string) tea.Cmd {
 	for _, t := range builtins {
 		rows = append(rows, orchestrator.OfferedTool{Name: t.Name(), Kind: string(t.Set()), Gated: tools.IsGated(t)})
 		state[t.Name()] = "withheld (set " + string(t.Set()) + " is off)"
+		if v := m.rt.sess.Variant(); !v.Allows(t.Name()) {
+			state[t.Name()] = "withheld by the " + v.Name + " agent"
+		}
 	}
 	for _, t := range offered {
 		if _, builtin := state[t.Name]; !builtin {

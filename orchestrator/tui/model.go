@@ -376,11 +376,15 @@ func (m *Model) run(text string) tea.Cmd {
 const errNoProvider = "no provider configured yet - run /provider"
 
 // startTurn prints the prompt and runs it.
-func (m *Model) startTurn(prompt string) tea.Cmd {
+func (m *Model) startTurn(prompt string) tea.Cmd { return m.startTurnAs(prompt, prompt) }
+
+// startTurnAs runs prompt, shown in the transcript as shown (a command's
+// built-in prompt shows as the command).
+func (m *Model) startTurnAs(shown, prompt string) tea.Cmd {
 	if m.printed {
 		m.printLine("")
 	}
-	m.printLine(m.st.user.Render("> " + clean(prompt)))
+	m.printLine(m.st.user.Render("> " + clean(shown)))
 	m.beginBusy()
 	m.turn.prompt = prompt
 	return tea.Batch(m.rt.startTurn(m.turnID, prompt), spin(m.turnID))
