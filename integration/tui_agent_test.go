@@ -49,7 +49,7 @@ func TestTUIAgentAndThink(t *testing.T) {
 		}
 	}
 	s.waitFor("up/down move | enter choose", 5*time.Second) // the picker takes keys now
-	s.press("Down") // deep is current; plan follows it
+	s.press("Down")                                         // deep is current; plan follows it
 	s.press("Enter")
 	s.waitFor("agent: plan  thinking: high", 5*time.Second)
 	s.keys("three", true)
