@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shiroagent/shiro/agent"
@@ -98,5 +99,24 @@ func TestResolveVariant(t *testing.T) {
 	}
 	if _, err = agent.ResolveVariant("deep", "huge"); err == nil || err.Error() != `Unknown thinking level "huge". Available: off, low, medium, high, max` {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestBellPluginRingsAfterEveryTurn(t *testing.T) {
+	var buf strings.Builder
+	p := agent.BellPlugin(&buf)
+	if p.Name != "bell" || p.AfterTurn == nil {
+		t.Fatalf("bell = %+v", p)
+	}
+	for range 2 {
+		if err := p.AfterTurn(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if buf.String() != "\a\a" {
+		t.Errorf("wrote %q, want two BEL bytes", buf.String())
+	}
+	if got, unknown := agent.Builtins([]string{"guard", "bell"}); len(got) != 2 || got[1].Name != "bell" || len(unknown) != 0 {
+		t.Errorf("Builtins(guard, bell) = %v, %v", got, unknown)
 	}
 }
