@@ -174,13 +174,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "shiro [prompt]",
 		Short: "A terminal coding agent whose tools run in a container",
-		Long: `shiro is a terminal coding agent. A model reads, searches and edits the code
-and runs commands; every command, search and git call runs in a Docker
-container with the workspace mounted at the same path.
-
-  shiro -p "fix the failing test"     run headless (text on stdout)
-  shiro -p --json "..."               one JSON event per line
-  shiro -c -p "and now the docs"      continue this directory's last session`,
+		Long:          rootHelp(f.LookupEnv),
 		Version:       f.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -192,6 +186,7 @@ container with the workspace mounted at the same path.
 			return runRoot(cmd, f, opts)
 		},
 	}
+	cmd.SetVersionTemplate(versionLine(f.Version))
 	cmd.SetIn(f.In)
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.ErrOut)
