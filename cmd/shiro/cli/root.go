@@ -172,8 +172,8 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	sf := &SandboxFlags{}
 	opts := &RunOptions{Sandbox: sf, Model: &ModelFlags{}}
 	cmd := &cobra.Command{
-		Use:   "shiro [prompt]",
-		Short: "A terminal coding agent whose tools run in a container",
+		Use:           "shiro [prompt]",
+		Short:         "A terminal coding agent whose tools run in a container",
 		Long:          rootHelp(f.LookupEnv),
 		Version:       f.Version,
 		SilenceUsage:  true,
