@@ -49,6 +49,7 @@ func (s *Session) Compact(ctx context.Context) (before, after int, err error) {
 		return 0, 0, errors.New("compact the session: the model wrote no summary")
 	}
 	s.agent.Replace([]llm.Message{llm.Text(llm.RoleUser, CompactPrefix+summary)})
+	s.book.save(s.agent.Messages(), true)
 	return len(history), 1, nil
 }
 

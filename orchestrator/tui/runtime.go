@@ -371,9 +371,7 @@ func (rt *runtime) listSessions(pick bool) tea.Cmd {
 		}
 		counts := make([]int, len(recs))
 		for i, r := range recs {
-			if full, err := st.Load(r.ID); err == nil {
-				counts[i] = len(full.Messages)
-			}
+			counts[i] = r.MessageCount
 		}
 		return sessionsMsg{recs: recs, counts: counts, pick: pick}
 	}
