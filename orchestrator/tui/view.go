@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -299,12 +300,15 @@ func (m *Model) statusView(w int) string {
 		right = m.st.warn.Render("ctrl-c again to quit")
 	}
 	parts := []string{model, s.variant + "/" + s.thinking, fmt.Sprintf("%d tools", s.tools), "~" + humanTokens(s.context) + " ctx", cost}
-	for len(parts) > 1 && ansi.StringWidth(strings.Join(parts, "  ")+"  ")+ansi.StringWidth(right) > w {
-		parts = append(parts[:len(parts)-2], parts[len(parts)-1]) // the middle gives way
-		if len(parts) == 2 {
-			parts = parts[:1]
+	// What does not fit gives way: the agent, the context, the tools,
+	// then the cost; the model stays.
+	for _, drop := range []int{1, 3, 2, 4} {
+		if ansi.StringWidth(strings.Join(slices.DeleteFunc(slices.Clone(parts), func(p string) bool { return p == "" }), "  ")+"  ")+ansi.StringWidth(right) <= w {
+			break
 		}
+		parts[drop] = ""
 	}
+	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "" })
 	return cut(m.st.status.Render(strings.Join(parts, "  ")+"  ")+right, w)
 }
 
