@@ -1,7 +1,10 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -100,4 +103,57 @@ func TestHeadlessAgentVariants(t *testing.T) {
 			t.Errorf("exit %d, stderr %q", res.code, res.stderr)
 		}
 	})
+}
+
+// A headless run saves its final totals and cost; -c starts from them;
+// shiro sessions counts the messages.
+func TestHeadlessRecordKeepsTotals(t *testing.T) {
+	t.Parallel()
+	p := providers[0]
+	srv := fakemodel.New(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "toolu_g", Name: "glob", Input: `{"pattern":"*"}`}}, InputTokens: 150, OutputTokens: 20},
+		fakemodel.Reply{Text: "Nothing here.", InputTokens: 50, OutputTokens: 20},
+		fakemodel.Reply{Text: "Still nothing.", InputTokens: 300, OutputTokens: 60},
+	)
+	ws, home := t.TempDir(), t.TempDir()
+	env := append(headlessEnv(t, p, srv.URL), "SHIRO_HOME="+home)
+	if res := shiro(t, ws, env, "-p", "--no-sandbox", "--model", "claude-sonnet-4-5", "look"); res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	type record struct {
+		InputTokens, OutputTokens int
+		CostUSD                   *float64 `json:"costUsd"`
+		Messages                  []json.RawMessage
+	}
+	load := func() record {
+		entries, err := os.ReadDir(filepath.Join(home, "sessions"))
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("sessions: %v %v", entries, err)
+		}
+		data, err := os.ReadFile(filepath.Join(home, "sessions", entries[0].Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r record
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := load()
+	// claude-sonnet-4-5: $3 in, $15 out per million tokens.
+	if r.InputTokens != 200 || r.OutputTokens != 40 || r.CostUSD == nil || fmt.Sprintf("%.6f", *r.CostUSD) != "0.001200" {
+		t.Errorf("record after one run: %d in / %d out, cost %v", r.InputTokens, r.OutputTokens, r.CostUSD)
+	}
+	if res := shiro(t, ws, env, "-c", "-p", "--no-sandbox", "--model", "claude-sonnet-4-5", "again"); res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	r = load()
+	if r.InputTokens != 500 || r.OutputTokens != 100 || len(r.Messages) != 6 {
+		t.Errorf("record after -c: %d in / %d out, %d messages", r.InputTokens, r.OutputTokens, len(r.Messages))
+	}
+	res := shiro(t, ws, env, "sessions")
+	if !strings.Contains(res.stdout, "  6  ") {
+		t.Errorf("shiro sessions does not count 6 messages:\n%s", res.stdout)
+	}
 }
