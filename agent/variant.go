@@ -77,21 +77,6 @@ func VariantNames() []string {
 // ThinkingLevels are the accepted thinking levels, in order.
 var ThinkingLevels = []llm.Reasoning{llm.ReasoningOff, llm.ReasoningLow, llm.ReasoningMedium, llm.ReasoningHigh, llm.ReasoningMax}
 
-// WireReasoning maps a thinking level to the reasoning value providers
-// are asked for: off→none, low, medium, high, max→xhigh ("" for an
-// unknown level).
-func WireReasoning(level llm.Reasoning) string {
-	switch level {
-	case llm.ReasoningOff:
-		return "none"
-	case llm.ReasoningLow, llm.ReasoningMedium, llm.ReasoningHigh:
-		return string(level)
-	case llm.ReasoningMax:
-		return "xhigh"
-	}
-	return ""
-}
-
 // ParseThinking checks a thinking level.
 func ParseThinking(level string) (llm.Reasoning, error) {
 	if slices.Contains(ThinkingLevels, llm.Reasoning(level)) {

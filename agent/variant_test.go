@@ -60,13 +60,11 @@ func TestVariantTable(t *testing.T) {
 }
 
 func TestThinkingLevels(t *testing.T) {
-	want := map[llm.Reasoning]string{"off": "none", "low": "low", "medium": "medium", "high": "high", "max": "xhigh"}
-	for level, wire := range want {
-		if got := agent.WireReasoning(level); got != wire {
-			t.Errorf("%s → %q, want %q", level, got, wire)
-		}
-		if _, err := agent.ParseThinking(string(level)); err != nil {
-			t.Error(err)
+	// (Each provider maps the levels to its own values, max to "xhigh"
+	// where the model has it: see the providers' tests.)
+	for _, level := range []string{"off", "low", "medium", "high", "max"} {
+		if got, err := agent.ParseThinking(level); err != nil || string(got) != level {
+			t.Errorf("%s: %q %v", level, got, err)
 		}
 	}
 	for _, bad := range []string{"", "none", "xhigh", "MAX", "extreme"} {
