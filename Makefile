@@ -28,7 +28,8 @@ image: build ## build the default sandbox image (Dockerfile, or offline from Deb
 test: deps image ## install what is missing, build the image if missing, run every test
 	CGO_ENABLED=1 SHIRO_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 25m ./...
 
-test-unit: ## the tests that need neither Docker nor extra packages
+test-unit: ## the tests that need no Docker engine (they need rg and git: make deps installs them)
+	@command -v rg >/dev/null && command -v git >/dev/null || { echo 'make test-unit needs ripgrep (rg) and git on PATH; make deps installs them' >&2; exit 1; }
 	SHIRO_SKIP_DOCKER=1 $(GO) test ./...
 
 bench: deps image ## measure the sandbox and tools against baselines from the same run

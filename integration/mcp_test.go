@@ -238,7 +238,7 @@ func TestMCPProjectServerRunsInTheSandbox(t *testing.T) {
 	env := headlessEnv(t, p, srv.URL)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.Binary(t), "-p", "--yolo", "use the echo tool")
+	cmd := exec.CommandContext(ctx, testenv.Binary(t), "-p", "--yolo", "--trust-project", "use the echo tool")
 	cmd.Dir = ws
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer

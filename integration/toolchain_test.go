@@ -135,7 +135,7 @@ func TestDockerfileImageIsBuiltOnceAndUsed(t *testing.T) {
 
 	// The same Dockerfile named by the project's configuration.
 	writeFiles(t, ws, map[string]string{".shiro/config.json": `{"sandbox": {"image": "Dockerfile"}}`})
-	third := shiro(t, ws, nil, "tool", "bash", bashJSON("cat /opt/marker.txt", 0))
+	third := shiro(t, ws, nil, "--trust-project", "tool", "bash", bashJSON("cat /opt/marker.txt", 0))
 	mustContain(t, "the project-configured result", third.stdout, "exit: 0", marker)
 	if strings.Contains(third.stderr, "building") {
 		t.Errorf("the project's setting built again:\n%s", third.stderr)
@@ -242,7 +242,8 @@ func TestProjectImagePathCannotLeaveTheWorkspace(t *testing.T) {
 	ws := filepath.Join(parent, "ws")
 	writeFiles(t, ws, map[string]string{".shiro/config.json": `{"sandbox": {"image": "../outside/Dockerfile"}}`})
 	t.Cleanup(func() { testenv.RemoveContainers(t, api, ws) })
-	res := shiro(t, ws, nil, "tool", "bash", bashJSON("true", 0))
+	// Trusted or not: the path is refused either way.
+	res := shiro(t, ws, nil, "--trust-project", "tool", "bash", bashJSON("true", 0))
 	if res.code != 1 {
 		t.Errorf("exit %d, want 1", res.code)
 	}

@@ -3,8 +3,10 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -112,15 +114,38 @@ func TestTUITypeAheadNeverAnswersAForm(t *testing.T) {
 		waitClosed(t, reached, "the model request")
 
 		// The user types the next prompt ("aaaa...") while the model
-		// answers; the approval opens in the middle of it.
-		typed := 0
-		typeA := func() {
-			s.keys("a", false)
-			typed++
-			time.Sleep(typingPause)
+		// answers; the approval opens in the middle of it. The typist
+		// keeps its own rhythm, apart from the looks at the screen.
+		var typed atomic.Int32
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Not s.keys: a failure here must not call t.Fatal off the
+				// test's goroutine; a key that did not go out is not counted.
+				if exec.Command("tmux", "-S", s.socket, "send-keys", "-t", s.name, "-l", "a").Run() != nil {
+					return
+				}
+				typed.Add(1)
+				time.Sleep(typingPause)
+			}
+		}()
+		stopTyping := func() {
+			select {
+			case <-stop:
+			default:
+				close(stop)
+			}
+			<-stopped
 		}
-		for range 5 {
-			typeA()
+		defer stopTyping()
+		for typed.Load() < 5 {
+			time.Sleep(typingPause)
 		}
 		close(hold)
 		deadline := time.Now().Add(30 * time.Second)
@@ -128,11 +153,12 @@ func TestTUITypeAheadNeverAnswersAForm(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the approval never opened:\n%s", s.screen())
 			}
-			typeA()
+			time.Sleep(typingPause)
 		}
-		for range 10 {
-			typeA()
+		for after := typed.Load() + 10; typed.Load() < after; {
+			time.Sleep(typingPause)
 		}
+		stopTyping()
 		// Once the typing stops, the form takes answers; nothing typed
 		// before answered it.
 		scr := s.waitFor("| n deny", 10*time.Second)
@@ -156,8 +182,8 @@ func TestTUITypeAheadNeverAnswersAForm(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		reqs := modelRequests(srv)
-		if got, want := lastUserText(reqs[3]), strings.Repeat("a", typed); got != want {
-			t.Errorf("the draft sent was %q, want the %d a's typed", got, typed)
+		if got, want := lastUserText(reqs[3]), strings.Repeat("a", int(typed.Load())); got != want {
+			t.Errorf("the draft sent was %q, want the %d a's typed", got, typed.Load())
 		}
 		for _, id := range []string{"b1", "b2"} {
 			if !providers[0].paired(t, reqs[2].JSON(), id, "User denied this tool call.") {

@@ -192,8 +192,8 @@ func TestTUIMCPToolAsksAndMCPListsTheServer(t *testing.T) {
 		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "m1", Name: "mcp__srv__echo", Input: `{"text":"through the gate"}`}}},
 		fakemodel.Reply{Text: "The server answered."},
 	)
-	s := startTUI(t, ws, srv)
-	s.waitFor("mcp: 6 tools", 30*time.Second) // the header, once the server is up
+	s := startTUI(t, ws, srv, "--trust-project") // the project's server, trusted
+	s.waitFor("mcp: 6 tools", 30*time.Second)    // the header, once the server is up
 	s.keys("/mcp", true)
 	scr := s.waitFor("srv  (project config, stdio, sandbox)", 10*time.Second)
 	if !strings.Contains(scr, "6 tools: mcp__srv__") || !strings.Contains(scr, "mcp__srv__echo") {

@@ -19,7 +19,7 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.ServeIfChild() // the test binary is also the MCP server
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // mcpModel answers with scripted messages and records the requests.

@@ -131,7 +131,14 @@ func ResolveSandboxImage(ctx context.Context, eng *docker.Engine, cfg SandboxCon
 		Workspace:   cfg.Workspace,
 		FromProject: cfg.ImageFromProject,
 		Progress:    progress,
+		Build:       cfg.BuildLimits(),
 	})
+}
+
+// BuildLimits are the network and resources an image build gets: the
+// session's.
+func (cfg SandboxConfig) BuildLimits() docker.BuildLimits {
+	return docker.BuildLimits{Network: cfg.Network, Memory: cfg.Memory, CPUs: cfg.CPUs}
 }
 
 // OpenDockerImage opens the workspace's container session on an image

@@ -31,7 +31,8 @@ const (
 // Command is one process to run in the sandbox.
 type Command struct {
 	// Args is the argv to execute. When empty, Shell is run through the
-	// sandbox's shell (bash -lc, or sh -c where the image has no bash).
+	// sandbox's shell (bash -c with the session's login environment, or
+	// sh -c where the image has no bash).
 	Args []string
 	// Shell is a shell command line, used when Args is empty.
 	Shell string

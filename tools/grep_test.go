@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -571,6 +572,69 @@ func TestGrepCancel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGrepCancelLeavesNothingRunning cancels a grep while rg runs and
+// checks that, once Run returned, no process works in the workspace.
+func TestGrepCancelLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
+	requireRg(t)
+	if _, err := os.Stat("/proc/self/cwd"); err != nil {
+		t.Fatalf("this test reads /proc: %v", err)
+	}
+	files := make(map[string]string, 2000)
+	for i := range 2000 {
+		files[fmt.Sprintf("d%02d/f%d.txt", i%40, i)] = strings.Repeat("haystack without the word\n", 400)
+	}
+	env := newTestEnv(t, files)
+	env.Sandbox = localSandbox(t, env.Workspace)
+
+	// Cancel as soon as a process runs in the workspace.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sawRg := make(chan bool, 1)
+	go func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			if len(processesIn(env.Workspace)) > 0 {
+				cancel()
+				sawRg <- true
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		sawRg <- false
+	}()
+	res, err := NewGrep().Run(ctx, env, []byte(`{"pattern":"needle"}`))
+	cancel()
+	if !<-sawRg {
+		t.Fatalf("no process ever ran in the workspace (Run = %q, %v)", res.Text, err)
+	}
+	if err == nil {
+		t.Errorf("Run = %q after cancel, want a Go error", res.Text)
+	}
+	if left := processesIn(env.Workspace); len(left) > 0 {
+		t.Errorf("after Run returned, still running in the workspace: %v", left)
+	}
+}
+
+// processesIn lists the processes whose working directory is dir or below.
+func processesIn(dir string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		out = append(out, fmt.Sprintf("%d %s", pid, strings.TrimSpace(string(comm))))
+	}
+	return out
 }
 
 func TestTranslateRegex(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 const crashChildEnv = "SHIRO_TEST_WRITE_CHILD_WORKSPACE"
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 	if ws := os.Getenv(crashChildEnv); ws != "" {
 		os.Exit(crashChild(ws))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func crashChild(ws string) int {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -25,7 +26,11 @@ func main() {
 		{"tui", tuiBench},
 		{"loop", loopBench},
 		{"mcp", mcpBench},
+		{"shape", shapeBench},
 	} {
+		if len(os.Args) > 1 && !slices.Contains(os.Args[1:], b.name) {
+			continue // `go run ./integration/bench shape git` runs only those
+		}
 		if err := b.run(ctx, r); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", b.name, err)
 			os.Exit(1)

@@ -122,7 +122,7 @@ func openSandbox(ctx context.Context, ws string) (*docker.Engine, *docker.Sandbo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	sb, err := eng.Open(ctx, docker.Options{Workspace: ws, Image: images.Tag(), HelperBinary: bin})
+	sb, err := eng.Open(ctx, docker.Options{Workspace: ws, Image: images.Tag(), HelperBinary: bin + "-helper"})
 	if err != nil {
 		removeContainers(eng.API(), ws)
 		eng.Close()
@@ -233,9 +233,11 @@ type writerFunc func([]byte)
 
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
-func timeCLI(bin, ws string) (time.Duration, error) {
+// timeCLI times `shiro tool bash true` in ws, with extra environment.
+func timeCLI(bin, ws string, env ...string) (time.Duration, error) {
 	cmd := exec.Command(bin, "tool", "bash", `{"command":"true"}`)
 	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

@@ -112,6 +112,10 @@ type Config struct {
 	// CompactThreshold is the estimated token count that triggers
 	// compaction.
 	CompactThreshold int
+	// TrustPaths are the user's trust.paths: workspaces (absolute paths,
+	// ~/ paths or glob patterns) whose project asks (MCP servers, image
+	// builds) are trusted without a question. Only the user's file sets it.
+	TrustPaths []string
 }
 
 // APIKeyRequired reports whether the provider needs a key

@@ -167,12 +167,16 @@ type layer struct {
 	Env                                               *[]string
 	NoSandbox                                         *bool
 	MCPServers                                        map[string]json.RawMessage
+	// TrustPaths is trust.paths: workspaces (paths or glob patterns) whose
+	// project asks need no question. User file only.
+	TrustPaths *[]string
 }
 
 // The keys a file may hold.
 var (
-	topKeys     = []string{"provider", "model", "baseURL", "apiKey", "maxRetries", "toolSets", "plugins", "yolo", "agent", "thinking", "sandbox", "mcpServers", "compactThreshold", "openaiAPI"}
+	topKeys     = []string{"provider", "model", "baseURL", "apiKey", "maxRetries", "toolSets", "plugins", "yolo", "agent", "thinking", "sandbox", "mcpServers", "compactThreshold", "openaiAPI", "trust"}
 	sandboxKeys = []string{"image", "network", "memory", "cpus", "pids", "env", "noSandbox"}
+	trustKeys   = []string{"paths"}
 )
 
 // checkSyntax reports a JSON syntax error with its line and column.
@@ -331,6 +335,23 @@ func (p *parser) top(l *layer, m member) error {
 		}
 		for _, sm := range members {
 			if err := p.sandbox(l, sm); err != nil {
+				return err
+			}
+		}
+	case "trust":
+		if isNull(m.raw) {
+			return nil
+		}
+		members, err := p.object(m, m.key)
+		if err != nil {
+			return err
+		}
+		for _, tm := range members {
+			if tm.key != "trust.paths" {
+				p.unknown(tm.key, trustKeys, "trust.")
+				continue
+			}
+			if err := p.decode(tm, &l.TrustPaths, "a list of paths or glob patterns", "an array"); err != nil {
 				return err
 			}
 		}
@@ -522,6 +543,8 @@ type merger struct {
 
 	// imageFromProject: the image setting in l is the project file's.
 	imageFromProject bool
+	// trustPaths are the user's trust.paths.
+	trustPaths *[]string
 }
 
 func (m *merger) note(file, key, msg string) {
@@ -533,6 +556,7 @@ func (m *merger) user(u *layer, file string) {
 	m.toolSets(u, file)
 	m.overlay(u)
 	m.l.MCPServers = u.MCPServers
+	m.trustPaths = u.TrustPaths
 }
 
 // project merges the project file minus what an untrusted repository must
@@ -568,6 +592,10 @@ func (m *merger) project(p *layer, laterProvider, laterNetwork bool) {
 		m.note(f, "plugins", `"plugins" cannot turn off the guard: it stays on`)
 		withGuard := append([]string{guardPlugin}, *p.Plugins...)
 		p.Plugins = &withGuard
+	}
+	if p.TrustPaths != nil {
+		m.note(f, "trust", `"trust" is ignored: a project cannot trust itself`)
+		p.TrustPaths = nil
 	}
 	if p.NoSandbox != nil && *p.NoSandbox {
 		m.note(f, "sandbox.noSandbox", `"sandbox.noSandbox" is ignored: a project cannot turn off the sandbox`)
@@ -800,6 +828,9 @@ func (m *merger) finish(getenv func(string) (string, bool)) Config {
 		Plugins:           slices.Clone(DefaultPlugins),
 		MCPServers:        l.MCPServers,
 		ProjectMCPServers: m.projectMCP,
+	}
+	if m.trustPaths != nil {
+		c.TrustPaths = slices.Clone(*m.trustPaths)
 	}
 	c.Model = or(l.Model, DefaultModel[c.Provider])
 	c.BaseURL = or(l.BaseURL, DefaultBaseURL[c.Provider])

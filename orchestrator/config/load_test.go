@@ -895,3 +895,19 @@ func TestLoadAgentAndThinking(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadTrustPaths(t *testing.T) {
+	t.Parallel()
+	cfg, notices, err := fixture{user: `{"trust": {"paths": ["~/work/*", "/srv/repo"]}}`}.load(t)
+	if err != nil || !slices.Equal(cfg.TrustPaths, []string{"~/work/*", "/srv/repo"}) || len(notices) != 0 {
+		t.Fatalf("user trust.paths: %v %v %v", cfg.TrustPaths, notices, err)
+	}
+	// A project cannot trust itself.
+	cfg, notices, err = fixture{project: `{"trust": {"paths": ["/**"]}}`}.load(t)
+	if err != nil || cfg.TrustPaths != nil || len(notices) != 1 || !strings.Contains(notices[0], "a project cannot trust itself") {
+		t.Fatalf("project trust.paths: %v %v %v", cfg.TrustPaths, notices, err)
+	}
+	if _, _, err := (fixture{user: `{"trust": {"paths": "/x"}}`}).load(t); err == nil || !strings.Contains(err.Error(), "trust.paths") {
+		t.Fatalf("a string for trust.paths: %v", err)
+	}
+}

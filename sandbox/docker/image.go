@@ -235,8 +235,10 @@ type imageStreamMessage struct {
 }
 
 // decodeImageStream reads the JSON message stream of a build or an import
-// and writes it to w as plain lines: the builder's output as it comes, a
-// line per layer status, no progress bars. An error message from the
+// and writes it to w as plain lines: the builder's output as it comes
+// (its "Step n/m : INSTRUCTION" lines say which step runs), a line per
+// layer status, and a progress bar per layer each quarter of the way
+// (percent, bytes done and total). An error message from the
 // engine ends it as an *ImageBuildError naming the step it happened in.
 func decodeImageStream(r io.Reader, w io.Writer) error {
 	if w == nil {
@@ -247,6 +249,7 @@ func decodeImageStream(r io.Reader, w io.Writer) error {
 		pending string // builder output after its last newline
 		step    string // the current "Step n/m : INSTRUCTION" line
 		status  = map[string]string{}
+		bucket  = map[string]int{} // layer+status → the quarter last shown
 	)
 	for {
 		var m imageStreamMessage
@@ -275,6 +278,18 @@ func decodeImageStream(r io.Reader, w io.Writer) error {
 			pending = lines[len(lines)-1]
 		case m.Status != "":
 			if m.Progress != nil && (m.Progress.Current > 0 || m.Progress.Total > 0) {
+				// A bar per layer, a line each quarter of the way: enough
+				// to see a pull move without flooding a log.
+				if m.Progress.Total <= 0 || m.ID == "" {
+					continue
+				}
+				pct := min(100, int(m.Progress.Current*100/m.Progress.Total))
+				key := m.ID + "\x00" + m.Status
+				if b, seen := bucket[key]; seen && b == pct/25 {
+					continue
+				}
+				bucket[key] = pct / 25
+				fmt.Fprintf(w, "%s: %s %s %3d%% %s/%s\n", m.ID, m.Status, progressBar(pct), pct, humanBytes(m.Progress.Current), humanBytes(m.Progress.Total))
 				continue
 			}
 			if m.ID != "" {
@@ -288,6 +303,26 @@ func decodeImageStream(r io.Reader, w io.Writer) error {
 			}
 		}
 	}
+}
+
+// progressBar draws pct (0-100) in ten cells.
+func progressBar(pct int) string {
+	n := pct / 10
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 10-n) + "]"
+}
+
+// humanBytes shows a byte count in B, kB, MB or GB (powers of 1000, as
+// registries count).
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fGB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fMB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fkB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%dB", n)
 }
 
 // newImageBuildError splits the classic builder's step line

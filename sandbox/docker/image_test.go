@@ -92,14 +92,20 @@ func TestDecodeImageStream(t *testing.T) {
 				"Get:1 http://mirror.example/debian bookworm InRelease\nSuccessfully built 0123\n",
 		},
 		{
-			name: "pull statuses are one line each, without progress bars or repeats",
+			name: "pull statuses are one line each, a bar per layer each quarter, no repeats",
 			stream: `{"status":"Pulling from library/debian","id":"bookworm-slim"}` +
 				`{"status":"Downloading","progressDetail":{"current":100,"total":1000},"progress":"[=>  ]","id":"a1"}` +
 				`{"status":"Downloading","progressDetail":{"current":200,"total":1000},"id":"a1"}` +
+				`{"status":"Downloading","progressDetail":{"current":2600000,"total":5000000},"id":"b2"}` +
+				`{"status":"Downloading","progressDetail":{"current":600,"total":1000},"id":"a1"}` +
 				`{"status":"Pull complete","progressDetail":{},"id":"a1"}` +
 				`{"status":"Pull complete","id":"a1"}` +
 				`{"status":"sha256:0123"}`,
-			want: "bookworm-slim: Pulling from library/debian\na1: Pull complete\nsha256:0123\n",
+			want: "bookworm-slim: Pulling from library/debian\n" +
+				"a1: Downloading [#.........]  10% 100B/1.0kB\n" +
+				"b2: Downloading [#####.....]  52% 2.6MB/5.0MB\n" +
+				"a1: Downloading [######....]  60% 600B/1.0kB\n" +
+				"a1: Pull complete\nsha256:0123\n",
 		},
 		{
 			name:    "an error names the step it happened in",

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/internal/confine"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // LabelSource is put on the images shiro builds from a project's
@@ -76,6 +78,27 @@ type ImageRequest struct {
 	NoPull bool
 	// Progress receives build and pull progress; nil discards it.
 	Progress io.Writer
+	// Build limits a project build like the session's sandbox: Network is
+	// "bridge" or "none" (empty means bridge); Memory (bytes) and CPUs,
+	// zero meaning the sandbox defaults. The classic builder has no process
+	// limit.
+	Build BuildLimits
+}
+
+// BuildLimits are the network and resources a project build gets.
+type BuildLimits struct {
+	Network string
+	Memory  int64
+	CPUs    float64
+}
+
+// options are the limits as the engine's build options, defaults applied.
+func (l BuildLimits) apply(o *client.ImageBuildOptions) {
+	o.NetworkMode = cmp.Or(l.Network, "bridge")
+	o.Memory = cmp.Or(l.Memory, int64(sandbox.DefaultMemory))
+	o.MemorySwap = o.Memory // no swap beyond the limit
+	o.CPUPeriod = 100000
+	o.CPUQuota = int64(cmp.Or(l.CPUs, sandbox.DefaultCPUs) * 100000)
 }
 
 // Validate reports requests that cannot be resolved.
@@ -395,7 +418,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			pr.CloseWithError(errors.New("build ended"))
 			<-sent
 		}()
-		res, err := api.ImageBuild(ctx, pr, client.ImageBuildOptions{
+		opts := client.ImageBuildOptions{
 			Tags:        []string{tag},
 			Dockerfile:  bs.ctx.dockerfile,
 			BuildArgs:   bs.args,
@@ -404,14 +427,33 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			ForceRemove: true,
 			Labels:      map[string]string{LabelBuilt: "true", LabelSource: bs.source},
 			Version:     build.BuilderV1,
-		})
+		}
+		req.Build.apply(&opts)
+		fmt.Fprintf(progress, "build limits: network %s, memory %s, %g CPUs (RUN steps run as root inside the build)\n",
+			opts.NetworkMode, formatBytes(opts.Memory), float64(opts.CPUQuota)/float64(opts.CPUPeriod))
+		// A failed or cancelled build leaves no tag behind: the classic
+		// builder tags last, but a cancel can land just after it.
+		defer func() {
+			if built {
+				return
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if ok, _ := ImageExists(rctx, api, tag); ok {
+				_, _ = api.ImageRemove(rctx, tag, client.ImageRemoveOptions{})
+			}
+		}()
+		res, err := api.ImageBuild(ctx, pr, opts)
 		if err != nil {
 			return fmt.Errorf("start build: %w", err)
 		}
 		err = decodeImageStream(res.Body, progress)
 		res.Body.Close()
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		if err != nil {
-			return err
+			return explainBuildError(err, opts)
 		}
 		built = true
 		fmt.Fprintf(progress, "built %s in %s\n", tag, time.Since(start).Round(100*time.Millisecond))
@@ -429,6 +471,35 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 		removeOlderBuilds(ctx, api, bs.source, tag)
 	}
 	return tag, built, nil
+}
+
+// explainBuildError adds to a failed RUN step what the build's limits
+// have to do with it: a step killed (exit 137) most likely ran past the
+// memory limit; under network none nothing can be fetched.
+func explainBuildError(err error, opts client.ImageBuildOptions) error {
+	var be *ImageBuildError
+	if !errors.As(err, &be) {
+		return err
+	}
+	keyword, _, _ := strings.Cut(be.Instruction, " ")
+	if !strings.EqualFold(keyword, "RUN") {
+		return err
+	}
+	switch {
+	case strings.Contains(be.Message, "non-zero code: 137"):
+		be.Message += fmt.Sprintf(" — the step was killed: it most likely ran past the build's memory limit of %s (the session's --memory / sandbox.memory)", formatBytes(opts.Memory))
+	case opts.NetworkMode == "none":
+		be.Message += " — the build has no network (the session's network is none)"
+	}
+	return err
+}
+
+// formatBytes shows a size in MiB or GiB.
+func formatBytes(n int64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%dg", n>>30)
+	}
+	return fmt.Sprintf("%dm", n>>20)
 }
 
 // removeOlderBuilds removes the images built earlier from the same source

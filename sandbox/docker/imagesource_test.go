@@ -29,6 +29,10 @@ type fakeEngine struct {
 	builds   []client.ImageBuildOptions
 	contexts []map[string]string // each build's archive: name → content
 	buildOut string              // extra stream lines of a build (e.g. an error)
+	// tagOnError tags a build that fails all the same (a cancel landing
+	// just after the classic builder tagged).
+	tagOnError bool
+	removed    []string
 	// started, when set, is closed as a build starts; the build then waits
 	// for gate before reading its context.
 	started, gate chan struct{}
@@ -74,6 +78,11 @@ func (f *fakeEngine) ImageBuild(_ context.Context, buildContext io.Reader, opts 
 	f.builds = append(f.builds, opts)
 	f.contexts = append(f.contexts, files)
 	if f.buildOut != "" {
+		if f.tagOnError {
+			for _, tag := range opts.Tags {
+				f.images[tag] = true
+			}
+		}
 		return buildStream(f.buildOut), nil
 	}
 	for _, tag := range opts.Tags {
@@ -106,8 +115,45 @@ func (f *fakeEngine) ImageList(context.Context, client.ImageListOptions) (client
 	return client.ImageListResult{}, nil
 }
 
-func (f *fakeEngine) ImageRemove(context.Context, string, client.ImageRemoveOptions) (client.ImageRemoveResult, error) {
+func (f *fakeEngine) ImageRemove(_ context.Context, ref string, _ client.ImageRemoveOptions) (client.ImageRemoveResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.images, ref)
+	f.removed = append(f.removed, ref)
 	return client.ImageRemoveResult{}, nil
+}
+
+func TestResolveDockerfileBuildGetsTheSessionLimits(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{"Dockerfile": "FROM x\nRUN big\n"})
+	eng := newFakeEngine()
+	eng.tagOnError = true
+	eng.buildOut = `{"stream":"Step 2/2 : RUN big"}` + "\n" + `{"errorDetail":{"code":1,"message":"The command '/bin/sh -c big' returned a non-zero code: 137"}}`
+	var progress strings.Builder
+	_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws, Progress: &progress,
+		Build: BuildLimits{Network: "none", Memory: 64 << 20, CPUs: 0.5}}, &imageBuilds{})
+	if err == nil || !strings.Contains(err.Error(), "ran past the build's memory limit of 64m") {
+		t.Fatalf("error %v", err)
+	}
+	o := eng.builds[0]
+	if o.NetworkMode != "none" || o.Memory != 64<<20 || o.MemorySwap != 64<<20 || o.CPUQuota != 50000 || o.CPUPeriod != 100000 {
+		t.Errorf("build options: network %q memory %d swap %d quota %d/%d", o.NetworkMode, o.Memory, o.MemorySwap, o.CPUQuota, o.CPUPeriod)
+	}
+	if len(eng.removed) != 1 || eng.images[eng.removed[0]] {
+		t.Errorf("a failed build left its tag: removed %v, images %v", eng.removed, eng.images)
+	}
+	if !strings.Contains(progress.String(), "build limits: network none, memory 64m, 0.5 CPUs") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+	// Without limits, the sandbox's defaults.
+	eng = newFakeEngine()
+	if _, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws}, &imageBuilds{}); err != nil {
+		t.Fatal(err)
+	}
+	if o := eng.builds[0]; o.NetworkMode != "bridge" || o.Memory != 4<<30 || o.CPUQuota != 200000 {
+		t.Errorf("default build options: %q %d %d", o.NetworkMode, o.Memory, o.CPUQuota)
+	}
 }
 
 func TestClassifyImage(t *testing.T) {

@@ -41,6 +41,7 @@ type Runner struct {
 	oomScoreAdj int
 	seq         atomic.Uint64
 	pool        *reaperPool // nil without a reaper
+	login       loginEnv
 
 	afterGrace func() // test hook: Wait gave up waiting for EOF
 }
@@ -175,12 +176,16 @@ func (r *Runner) Start(ctx context.Context, cmd sandbox.Command) (*Process, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, shell, err := r.command(cmd)
+	c, shell, err := r.command(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
 	id := r.seq.Add(1)
-	marker := r.sessionID + "." + strconv.FormatUint(id, 10)
+	return r.start(ctx, cmd, c, shell, id, r.sessionID+"."+strconv.FormatUint(id, 10))
+}
+
+// start starts c, built from cmd, as command id with marker.
+func (r *Runner) start(ctx context.Context, cmd sandbox.Command, c *exec.Cmd, shell string, id uint64, marker string) (*Process, error) {
 	c.Env = append(c.Env, MarkerEntry(marker))
 	p := &Process{
 		ctx:        ctx,
@@ -201,9 +206,10 @@ func (r *Runner) Start(ctx context.Context, cmd sandbox.Command) (*Process, erro
 }
 
 // command builds the exec.Cmd for cmd, without its streams and marker.
-func (r *Runner) command(cmd sandbox.Command) (*exec.Cmd, string, error) {
+func (r *Runner) command(ctx context.Context, cmd sandbox.Command) (*exec.Cmd, string, error) {
 	var c *exec.Cmd
 	var shell string
+	env := r.env
 	if len(cmd.Args) > 0 {
 		c = exec.Command(cmd.Args[0], cmd.Args[1:]...)
 		if c.Err != nil {
@@ -214,8 +220,15 @@ func (r *Runner) command(cmd sandbox.Command) (*exec.Cmd, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		c = &exec.Cmd{Path: path, Args: []string{name, "-" + shellFlags[name], cmd.Shell}}
+		base, flag := r.env, "-"+shellFlags[name]
+		if name == "bash" {
+			if env := r.loginEnvironment(ctx, path); env != nil {
+				base, flag = env, "-c"
+			}
+		}
+		c = &exec.Cmd{Path: path, Args: []string{name, flag, cmd.Shell}}
 		shell = name
+		env = base
 	}
 	c.Dir = r.dir
 	if cmd.Dir != "" {
@@ -224,8 +237,8 @@ func (r *Runner) command(cmd sandbox.Command) (*exec.Cmd, string, error) {
 			c.Dir = filepath.Join(r.dir, cmd.Dir)
 		}
 	}
-	c.Env = make([]string, 0, len(r.env)+len(cmd.Env)+2)
-	c.Env = append(c.Env, r.env...)
+	c.Env = make([]string, 0, len(env)+len(cmd.Env)+2)
+	c.Env = append(c.Env, env...)
 	c.Env = append(c.Env, withoutMarker(cmd.Env)...)
 	if c.Dir != "" {
 		// The SysProcAttr we set turns off os.StartProcess's own check, which

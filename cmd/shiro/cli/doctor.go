@@ -22,6 +22,7 @@ import (
 	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/trust"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/tools/mcp"
@@ -60,6 +61,8 @@ func NewCmdDoctor(f *Factory, sf *SandboxFlags, runF func(*DoctorOptions) error)
               can write the workspace
   repositories  no repository in the workspace that git on your machine
               would take from the sandbox
+  trust       whether the project's asks (its MCP servers, its image build)
+              are trusted; untrusted ones are skipped, never started
   sandbox     network and limits
   provider    an API key is set; the endpoint answers GET /models
   mcp         each configured MCP server starts (the project's in the
@@ -104,11 +107,15 @@ func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, _, err := f.loadConfig(ws, opts.Sandbox, nil)
+	cfg, paths, err := f.loadConfigAsked(ws, opts.Sandbox, nil)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
 	d := &doctor{out: f.Out}
+	// An untrusted project's servers and image are withheld before any
+	// check could start or build them.
+	state, _ := f.gateTrust(&cfg, paths, ws, opts.Sandbox)
+	d.reportTrust(state)
 	sc := f.sandboxConfig(cfg, ws, opts.Sandbox)
 	if sc.NoSandbox {
 		d.ok("sandbox", "off (--no-sandbox): commands run on this machine without isolation; the engine is not needed")
@@ -127,6 +134,24 @@ func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 		return errSilent(1)
 	}
 	return nil
+}
+
+// reportTrust says whether the project's asks are trusted. Untrusted asks
+// are not a failure: they are skipped, as in a session.
+func (d *doctor) reportTrust(st trust.State) {
+	switch {
+	case len(st.Asks) == 0:
+		d.ok("trust", "the project config asks for nothing that needs trust")
+	case st.Trusted:
+		d.ok("trust", "trusted (%s) for %d ask(s):", st.By, len(st.Asks))
+	case st.Known:
+		d.ok("trust", "not trusted: the project's asks changed since you trusted it; skipped (`shiro trust` after reading them):")
+	default:
+		d.ok("trust", "not trusted; skipped (`shiro trust` or --trust-project after reading them):")
+	}
+	for _, a := range st.Asks {
+		fmt.Fprintf(d.out, "            %s\n", a)
+	}
 }
 
 // checkMCP connects the configured MCP servers as a session would (the
@@ -245,7 +270,7 @@ func (d *doctor) checkImage(ctx context.Context, eng *docker.Engine, sc orchestr
 			progress = io.Discard
 		}
 		var err error
-		img, err = eng.ResolveImage(ctx, docker.ImageRequest{Spec: sc.Image, Workspace: sc.Workspace, FromProject: sc.ImageFromProject, NoPull: true, Progress: progress})
+		img, err = eng.ResolveImage(ctx, docker.ImageRequest{Spec: sc.Image, Workspace: sc.Workspace, FromProject: sc.ImageFromProject, NoPull: true, Progress: progress, Build: sc.BuildLimits()})
 		if err != nil {
 			var missing *docker.UnavailableImageError
 			if errors.As(err, &missing) {

@@ -1,13 +1,14 @@
 package cli
 
 import (
-	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/shiroagent/shiro/tools/mcp/mcptest"
 )
 
 func TestMain(m *testing.M) {
 	mcptest.ServeIfChild() // the doctor's MCP check starts this binary as a server
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }

@@ -23,6 +23,9 @@ type SandboxFlags struct {
 	Pids      int64
 	Network   string
 	Idle      time.Duration
+	// TrustProject lets the project's asks (its MCP servers, its image
+	// build) happen this time without a question.
+	TrustProject bool
 
 	flags *pflag.FlagSet
 }
@@ -40,6 +43,7 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&s.Network, "network", "", "sandbox network: bridge (default) or none")
 	fl.DurationVar(&s.Idle, "idle-timeout", 0, "stop the sandbox container after this long with nothing running (default 30m)")
 	_ = fl.MarkHidden("idle-timeout")
+	fl.BoolVar(&s.TrustProject, "trust-project", false, "let this workspace's project config start its MCP servers and build or pull its image, this time (see `shiro trust`)")
 }
 
 // overrides puts the flags the user gave into o.
@@ -108,8 +112,21 @@ func (m *ModelFlags) overrides(o *config.Overrides) {
 	}
 }
 
-// loadConfig resolves the configuration for ws and prints its notices.
+// loadConfig resolves the configuration for ws, prints its notices, and
+// withholds the project's asks unless the workspace is trusted (one notice
+// line each).
 func (f *Factory) loadConfig(ws string, sf *SandboxFlags, mf *ModelFlags) (config.Config, config.Paths, error) {
+	cfg, paths, err := f.loadConfigAsked(ws, sf, mf)
+	if err != nil {
+		return cfg, paths, err
+	}
+	_, err = f.gateTrust(&cfg, paths, ws, sf)
+	return cfg, paths, err
+}
+
+// loadConfigAsked is loadConfig with the project's asks left in (the chat
+// UI asks about them).
+func (f *Factory) loadConfigAsked(ws string, sf *SandboxFlags, mf *ModelFlags) (config.Config, config.Paths, error) {
 	paths, err := config.ResolvePaths(f.LookupEnv)
 	if err != nil {
 		return config.Config{}, paths, err
@@ -210,6 +227,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdSandbox(f, sf),
 		NewCmdImage(f, nil),
 		NewCmdDoctor(f, sf, nil),
+		NewCmdTrust(f),
 		NewCmdHelper(f),
 	)
 	return cmd

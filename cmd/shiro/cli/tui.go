@@ -9,9 +9,44 @@ import (
 
 	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/orchestrator/trust"
 	"github.com/shiroagent/shiro/orchestrator/tui"
 )
+
+// askTrust asks, with the trust form, whether the project's asks may
+// happen (unless the workspace is trusted already), and withholds them on
+// "no".
+func (f *Factory) askTrust(cfg *config.Config, paths config.Paths, ws string, sf *SandboxFlags) error {
+	state, err := f.trustState(*cfg, paths, ws, sf != nil && sf.TrustProject)
+	if err != nil {
+		fmt.Fprintf(f.ErrOut, "[notice] trust: %v\n", err)
+	}
+	if state.Trusted {
+		return nil
+	}
+	q := tui.TrustQuestion{Workspace: trust.Identity(ws), Changed: state.Change.Lines()}
+	for _, a := range state.Asks {
+		q.Asks = append(q.Asks, a.String())
+	}
+	choice, err := tui.AskTrust(f.In, f.Out, q)
+	if errors.Is(err, tui.ErrTrustAborted) {
+		return errSilent(130)
+	}
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	switch choice {
+	case tui.TrustRemember:
+		if err := trust.NewStore(paths.DataDir).Remember(ws, state.Asks); err != nil {
+			fmt.Fprintf(f.ErrOut, "[notice] trust: %v\n", err)
+		}
+	case tui.TrustNo:
+		trust.Withhold(cfg, state.Asks)
+	}
+	return nil
+}
 
 // runTUI starts the interactive UI: the session is built around the UI's
 // approver, progress and save hooks, the sandbox starts in the background,
@@ -24,9 +59,12 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, paths, err := f.loadConfig(ws, opts.Sandbox, opts.Model)
+	cfg, paths, err := f.loadConfigAsked(ws, opts.Sandbox, opts.Model)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
+	}
+	if err := f.askTrust(&cfg, paths, ws, opts.Sandbox); err != nil {
+		return err
 	}
 	st := &store.Store{Dir: paths.SessionsDir()}
 	rec, err := resumeRecord(st, ws, opts)
