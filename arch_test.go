@@ -3,7 +3,9 @@ package shiro_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -107,6 +109,36 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 	for _, p := range listPackages(t) {
 		if p.Doc == "" {
 			t.Errorf("%s has no package doc comment", rel(p.ImportPath))
+		}
+	}
+}
+
+// TestOnlyTheOrchestratorHoldsAnAgent: a session's agent is the session's
+// (issue 15). Outside agent and orchestrator (the session and the task
+// subagent), no code makes or holds an *agent.Agent; front ends use
+// orchestrator.Session.
+func TestOnlyTheOrchestratorHoldsAnAgent(t *testing.T) {
+	allowed := []string{"agent", "orchestrator", "orchestrator/sessiontools"}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .GoFiles}} {{$.Dir}}/{{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		me := rel(fields[0])
+		if slices.ContainsFunc(allowed, func(a string) bool { return me == a || (a == "agent" && under(me, a)) }) {
+			continue
+		}
+		for _, file := range fields[1:] {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, bad := range []string{"*agent.Agent", "agent.New("} {
+				if bytes.Contains(src, []byte(bad)) {
+					t.Errorf("%s uses %s: go through orchestrator.Session", file, bad)
+				}
+			}
 		}
 	}
 }

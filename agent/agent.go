@@ -92,6 +92,9 @@ type Config struct {
 	MaxTokens      int
 	// OnChange is called after every change of the history (for saving).
 	OnChange func(messages []llm.Message)
+	// OnUsage is called with the tokens of every request, whatever became
+	// of its turn (the session's ledger), and of those AddUsage counts.
+	OnUsage func(llm.Usage)
 }
 
 // Agent holds one conversation.
@@ -153,7 +156,26 @@ func (a *Agent) Replace(messages []llm.Message) {
 	a.mu.Unlock()
 }
 
-// Usage is the session's token total.
+// AddUsage counts requests made outside the loop (compaction, subagents).
+func (a *Agent) AddUsage(u llm.Usage) {
+	a.mu.Lock()
+	a.usage = a.usage.Add(u)
+	onUsage := a.cfg.OnUsage
+	a.mu.Unlock()
+	if onUsage != nil && u != (llm.Usage{}) {
+		onUsage(u)
+	}
+}
+
+// SetUsage sets the total (a resumed session starts from its record's).
+func (a *Agent) SetUsage(u llm.Usage) {
+	a.mu.Lock()
+	a.usage = u
+	a.mu.Unlock()
+}
+
+// Usage is the session's token total: every request's, however its turn
+// ended.
 func (a *Agent) Usage() llm.Usage {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -164,6 +186,23 @@ func (a *Agent) Usage() llm.Usage {
 func (a *Agent) SetModel(m llm.Model) {
 	a.mu.Lock()
 	a.cfg.Model = m
+	a.mu.Unlock()
+}
+
+// SetReasoning sets the thinking level of the next step.
+func (a *Agent) SetReasoning(r llm.Reasoning) {
+	a.mu.Lock()
+	a.cfg.Reasoning = r
+	a.mu.Unlock()
+}
+
+// SetMaxSteps sets the step cap of the next turn (0 or less: the default).
+func (a *Agent) SetMaxSteps(n int) {
+	if n <= 0 {
+		n = DefaultMaxSteps
+	}
+	a.mu.Lock()
+	a.cfg.MaxSteps = n
 	a.mu.Unlock()
 }
 
@@ -347,14 +386,18 @@ func (a *Agent) Send(ctx context.Context, text string, emit func(Event)) error {
 	a.append(llm.Text(llm.RoleUser, text))
 	defer a.afterTurn(ctx, emit)
 	var turnUsage llm.Usage
+	a.mu.Lock()
+	maxSteps := a.cfg.MaxSteps
+	a.mu.Unlock()
 	for step := 0; ; step++ {
-		if step >= a.cfg.MaxSteps {
-			emit(Event{Type: EventNotice, Text: fmt.Sprintf("stopped after %d steps (the step limit)", a.cfg.MaxSteps)})
+		if step >= maxSteps {
+			emit(Event{Type: EventNotice, Text: fmt.Sprintf("stopped after %d steps (the step limit)", maxSteps)})
 			emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
 			return nil
 		}
 		msg, usage, err := a.step(ctx, emit)
 		turnUsage = turnUsage.Add(usage)
+		a.AddUsage(usage) // every billed request counts, however the turn ends
 		if err != nil {
 			if ctx.Err() != nil { // aborted: what was delivered stays delivered
 				emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
@@ -366,9 +409,6 @@ func (a *Agent) Send(ctx context.Context, text string, emit func(Event)) error {
 		a.append(msg)
 		calls := toolCalls(msg)
 		if len(calls) == 0 {
-			a.mu.Lock()
-			a.usage = a.usage.Add(turnUsage)
-			a.mu.Unlock()
 			emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
 			return nil
 		}
@@ -391,7 +431,10 @@ func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Us
 		wire = Prune(history, a.cfg.PruneThreshold)
 		emit(Event{Type: EventCompacted, Before: len(history), After: len(wire)})
 	}
-	req := llm.Request{System: system, Messages: wire, Tools: specs, MaxTokens: a.cfg.MaxTokens, Reasoning: a.cfg.Reasoning}
+	a.mu.Lock()
+	reasoning := a.cfg.Reasoning
+	a.mu.Unlock()
+	req := llm.Request{System: system, Messages: wire, Tools: specs, MaxTokens: a.cfg.MaxTokens, Reasoning: reasoning}
 	var (
 		final    llm.Message
 		usage    llm.Usage

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"time"
 )
 
@@ -11,6 +13,7 @@ import (
 const (
 	PluginGuard = "guard"
 	PluginTime  = "time"
+	PluginBell  = "bell"
 )
 
 // DefaultPlugins are on unless --no-plugins.
@@ -27,11 +30,26 @@ func Builtins(names []string) ([]Plugin, []string) {
 			out = append(out, GuardPlugin())
 		case PluginTime:
 			out = append(out, TimePlugin(time.Now))
+		case PluginBell:
+			out = append(out, BellPlugin(os.Stderr))
 		default:
 			unknown = append(unknown, n)
 		}
 	}
 	return out, unknown
+}
+
+// BellPlugin (opt-in) rings the terminal's bell: it writes the BEL byte to
+// w after every turn, however the turn ended.
+func BellPlugin(w io.Writer) Plugin {
+	return Plugin{
+		Name:        PluginBell,
+		Description: "rings the terminal bell after each turn",
+		AfterTurn: func(context.Context) error {
+			_, err := w.Write([]byte{'\a'})
+			return err
+		},
+	}
 }
 
 // TimePlugin offers current_time.

@@ -36,17 +36,12 @@ func (s *Session) Compact(ctx context.Context) (before, after int, err error) {
 	for _, t := range s.offered() {
 		specs = append(specs, llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
 	}
-	for _, p := range s.plugins {
-		for _, t := range p.Tools {
-			specs = append(specs, llm.ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
-		}
-	}
 	req := llm.Request{
 		System:   "You are shiro, a coding agent, summarising your own session so that it can go on from the summary.",
 		Messages: append(history, llm.Text(llm.RoleUser, compactInstruction)),
 		Tools:    specs,
 	}
-	summary, err := complete(ctx, s.agent.Model(), req)
+	summary, err := s.complete(ctx, req)
 	if err != nil {
 		return 0, 0, fmt.Errorf("compact the session: %w", err)
 	}
@@ -54,14 +49,20 @@ func (s *Session) Compact(ctx context.Context) (before, after int, err error) {
 		return 0, 0, errors.New("compact the session: the model wrote no summary")
 	}
 	s.agent.Replace([]llm.Message{llm.Text(llm.RoleUser, CompactPrefix+summary)})
+	s.book.save(s.agent.Messages(), true)
 	return len(history), 1, nil
 }
 
-// complete streams one request and returns its text, trimmed.
-func complete(ctx context.Context, model llm.Model, req llm.Request) (string, error) {
-	var b strings.Builder
+// complete streams one request on the session's model and returns its
+// text, trimmed; its tokens are counted whatever happens.
+func (s *Session) complete(ctx context.Context, req llm.Request) (string, error) {
+	var (
+		b     strings.Builder
+		usage llm.Usage
+	)
+	defer func() { s.agent.AddUsage(usage) }()
 	finished := false
-	for ev, err := range model.Stream(ctx, req) {
+	for ev, err := range s.agent.Model().Stream(ctx, req) {
 		if err != nil {
 			return "", err
 		}
@@ -69,7 +70,7 @@ func complete(ctx context.Context, model llm.Model, req llm.Request) (string, er
 		case llm.EventText:
 			b.WriteString(ev.Text)
 		case llm.EventFinish:
-			finished = true
+			finished, usage = true, ev.Usage
 		}
 	}
 	if !finished {
@@ -85,7 +86,7 @@ func (s *Session) CompactMemory(ctx context.Context) (sessiontools.MemoryCompact
 		return sessiontools.MemoryCompaction{}, errors.New("memory is off in this session")
 	}
 	return s.memory.Compact(ctx, func(ctx context.Context, prompt string) (string, error) {
-		return complete(ctx, s.agent.Model(), llm.Request{
+		return s.complete(ctx, llm.Request{
 			System:   "You are shiro, a coding agent, tidying the notes you keep about a project.",
 			Messages: []llm.Message{llm.Text(llm.RoleUser, prompt)},
 		})

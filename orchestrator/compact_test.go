@@ -33,12 +33,12 @@ func TestCompact(t *testing.T) {
 	if b, a, err := s.Compact(t.Context()); b != 0 || a != 0 || err != nil {
 		t.Fatalf("empty session: %d %d %v", b, a, err)
 	}
-	s.Agent().Replace([]llm.Message{llm.Text(llm.RoleUser, "fix a.go"), llm.Text(llm.RoleAssistant, "done")})
+	s.agent.Replace([]llm.Message{llm.Text(llm.RoleUser, "fix a.go"), llm.Text(llm.RoleAssistant, "done")})
 	before, after, err := s.Compact(t.Context())
 	if err != nil || before != 2 || after != 1 {
 		t.Fatalf("compact: %d %d %v", before, after, err)
 	}
-	got := s.Agent().Messages()
+	got := s.agent.Messages()
 	if len(got) != 1 || got[0].Parts[0].Text != "Summary of the session so far:\n\ngoal: x; files: a.go" {
 		t.Errorf("history %+v", got)
 	}

@@ -169,3 +169,17 @@ func InstructionsBlock(ins []Instruction) string {
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
+
+// InitPrompt is the turn /init runs: the model studies the project and
+// writes AGENTS.md with its ordinary tools (so the write asks, as any).
+const InitPrompt = `Write an AGENTS.md file at the root of this project for coding agents who will work on it.
+
+First investigate: read the manifest and build files (go.mod, package.json, Cargo.toml, pyproject.toml, Makefile, ...), the configuration, the entry points and a few representative source files; run commands if you need to confirm how to build or test.
+
+Then write AGENTS.md, under about 100 lines, with only facts you verified:
+- what the project is, in one or two sentences;
+- the exact commands to install dependencies, build, run the tests (all and one), typecheck and lint;
+- the layout: the main directories and what lives in each;
+- the conventions the code follows (naming, errors, tests, formatting);
+- traps: anything surprising a newcomer would get wrong.
+If AGENTS.md already exists, improve it rather than starting over. Reply with a short summary of what you wrote.`

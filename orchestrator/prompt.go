@@ -49,6 +49,8 @@ type PromptInput struct {
 	Memory string
 	// Skills is the skills catalogue ("" for none).
 	Skills string
+	// Variant is the agent variant's appendix ("" for none).
+	Variant string
 	// Appendices are the plugins' additions to the prompt.
 	Appendices []string
 	// Todos is the task list block ("" for none); it comes last.
@@ -116,7 +118,7 @@ func SystemPrompt(in PromptInput) string {
 	}
 	b.WriteString("\nReplies: lead with the outcome, no preamble; markdown is rendered; report failures as they are.\n")
 	// Appended sections, each only when non-empty; the task list last.
-	sections := append([]string{in.Instructions, in.Memory, in.Skills}, in.Appendices...)
+	sections := append([]string{in.Instructions, in.Memory, in.Skills, in.Variant}, in.Appendices...)
 	for _, section := range append(sections, in.Todos) {
 		if section != "" {
 			b.WriteString("\n")

@@ -1,17 +1,20 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
+	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -37,8 +40,19 @@ type SessionOptions struct {
 	Instructions   *InstructionSet
 	MaxSteps       int
 	PruneThreshold int
-	Reasoning      llm.Reasoning
-	// History resumes an earlier conversation.
+	// Variant names the agent variant ("" is default). Reasoning, when
+	// not empty, overrides the variant's thinking level (the --think flag
+	// or the thinking key).
+	Variant   string
+	Reasoning llm.Reasoning
+	// Store, when set, keeps the session's record: the session saves it as
+	// the history changes and as requests are billed. Record is the record
+	// to continue (a resumed session: its messages, task list and totals;
+	// an empty one starts a new record). OnSaveError hears of failed saves.
+	Store       *store.Store
+	Record      store.Record
+	OnSaveError func(error)
+	// History resumes an earlier conversation (without a Record).
 	History []llm.Message
 	// OnChange is called after every change of the history.
 	OnChange func([]llm.Message)
@@ -77,6 +91,7 @@ type SessionOptions struct {
 
 // Session is one conversation with its workspace, sandbox and tools.
 type Session struct {
+	mu       sync.Mutex // guards variant
 	ws       string
 	root     *os.Root
 	sandbox  *Lazy
@@ -93,6 +108,11 @@ type Session struct {
 	skills       []sessiontools.Skill
 	sessionTools []agent.Tool
 	mcp          *sessionMCP // nil without MCP servers
+	book         *book
+	// The agent variant and the thinking level in force; maxSteps is the
+	// session's own cap (a variant's replaces it).
+	variant  agent.Variant
+	maxSteps int
 	// Notices collected while the session was assembled (unknown plugins,
 	// instruction files and skills that were refused).
 	Notices []string
@@ -105,12 +125,19 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace: %w", err)
 	}
+	variant, err := agent.ResolveVariant(opts.Variant, string(opts.Reasoning))
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
 	s := &Session{
 		ws:       opts.Workspace,
 		root:     root,
 		sandbox:  NewLazy(opts.Sandbox),
 		builtins: tools.Builtins(),
 		sets:     opts.ToolSets,
+		variant:  variant,
+		maxSteps: opts.MaxSteps,
 	}
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
@@ -132,7 +159,14 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		instructions = InstructionsBlock(set.Files)
 		s.Notices = append(s.Notices, set.Notices...)
 	}
+	if opts.History == nil {
+		opts.History = opts.Record.Messages
+	}
+	if opts.Todos == nil {
+		opts.Todos = opts.Record.Todos
+	}
 	s.addSessionTools(opts)
+	s.book = newBook(opts.Store, opts.Record, opts.OnSaveError, s.todos.JSON)
 	autoApprove := make([]string, len(s.sessionTools))
 	for i, t := range s.sessionTools {
 		autoApprove[i] = t.Name()
@@ -141,7 +175,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		Model: opts.Model,
 		Tools: s.offered,
 		System: func(offered []agent.Tool) string {
-			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Interactive, Instructions: instructions, Appendices: agent.Appendices(plugins)}
+			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Interactive, Instructions: instructions, Variant: s.Variant().Appendix, Appendices: agent.Appendices(plugins)}
 			for _, t := range offered {
 				in.Offered = append(in.Offered, t.Name())
 				if agent.IsGated(t) {
@@ -163,17 +197,24 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		AutoApprove:    autoApprove,
 		Approver:       opts.Approver,
 		Yolo:           opts.Yolo,
-		Plugins:        plugins,
-		MaxSteps:       opts.MaxSteps,
+		Plugins:        withoutTools(plugins), // their tools are in s.offered
+		MaxSteps:       cmp.Or(variant.MaxSteps, opts.MaxSteps),
 		PruneThreshold: opts.PruneThreshold,
-		Reasoning:      opts.Reasoning,
-		OnChange:       opts.OnChange,
+		Reasoning:      variant.Thinking,
+		OnChange: func(msgs []llm.Message) {
+			s.book.save(msgs, true)
+			if opts.OnChange != nil {
+				opts.OnChange(msgs)
+			}
+		},
+		OnUsage: func(u llm.Usage) { s.book.add(s.agent.Model().Info().Model, u) },
 	})
 	if err != nil {
 		root.Close()
 		return nil, err
 	}
 	a.Replace(opts.History)
+	a.SetUsage(llm.Usage{InputTokens: opts.Record.InputTokens, OutputTokens: opts.Record.OutputTokens})
 	s.agent = a
 	s.startMCP(opts)
 	return s, nil
@@ -204,19 +245,69 @@ func (s *Session) addSessionTools(opts SessionOptions) {
 	}
 	if !opts.NoSubagent {
 		s.sessionTools = append(s.sessionTools, &sessiontools.Task{
-			Model:     func() llm.Model { return s.agent.Model() },
-			Tools:     s.builtinTools,
-			Reasoning: opts.Reasoning,
-			Progress:  opts.OnSubagent,
+			Model:    func() llm.Model { return s.agent.Model() },
+			Tools:    s.builtinTools,
+			Level:    func() llm.Reasoning { return s.Variant().Thinking },
+			Usage:    func(u llm.Usage) { s.agent.AddUsage(u) },
+			Progress: opts.OnSubagent,
 		})
 	}
 }
 
-// offered is what the agent is offered: the built-in tools of the enabled
-// sets, adapted, then the session tools and the tools of the MCP servers
-// connected so far (which belong to no set).
+// offered is what the agent is offered, decided here and only here: the
+// built-in tools of the enabled sets, adapted, then the session tools, the
+// tools of the MCP servers connected so far (which belong to no set) and the
+// plugins' tools, first name wins, less what the agent variant withholds.
 func (s *Session) offered() []agent.Tool {
-	return append(append(s.builtinTools(), s.sessionTools...), s.mcpTools()...)
+	list := s.offeredList()
+	out := make([]agent.Tool, len(list))
+	for i, o := range list {
+		out[i] = o.tool
+	}
+	return out
+}
+
+type offeredTool struct {
+	tool agent.Tool
+	kind string
+}
+
+func (s *Session) offeredList() []offeredTool {
+	v := s.Variant()
+	var out []offeredTool
+	seen := map[string]bool{}
+	add := func(t agent.Tool, kind string) {
+		if n := t.Name(); !seen[n] && v.Allows(n) {
+			seen[n] = true
+			out = append(out, offeredTool{tool: t, kind: kind})
+		}
+	}
+	for _, t := range tools.Offered(s.builtins, s.sets) {
+		add(toolAdapter{t: t, env: s.env}, string(t.Set()))
+	}
+	for _, t := range s.sessionTools {
+		add(t, KindSession)
+	}
+	for _, t := range s.mcpTools() {
+		add(t, KindMCP)
+	}
+	for _, p := range s.plugins {
+		for _, t := range p.Tools {
+			add(t, KindPlugin)
+		}
+	}
+	return out
+}
+
+// withoutTools copies plugins without their tools, which the session
+// offers itself (so that a variant can withhold them).
+func withoutTools(plugins []agent.Plugin) []agent.Plugin {
+	out := make([]agent.Plugin, len(plugins))
+	for i, p := range plugins {
+		p.Tools = nil
+		out[i] = p
+	}
+	return out
 }
 
 // builtinTools adapts the offered built-in tools for the agent.
@@ -271,33 +362,49 @@ type OfferedTool struct {
 	Gated bool
 }
 
-// Offered lists every tool the model is offered on the next step: the
-// built-in tools of the enabled sets, the session tools, the MCP tools,
-// then the plugins' tools (first name wins, as the agent offers them).
+// Offered lists every tool the model is offered on the next step, as the
+// agent is offered them.
 func (s *Session) Offered() []OfferedTool {
 	var out []OfferedTool
-	seen := map[string]bool{}
-	add := func(name, kind string, gated bool) {
-		if !seen[name] {
-			seen[name] = true
-			out = append(out, OfferedTool{Name: name, Kind: kind, Gated: gated})
-		}
-	}
-	for _, t := range tools.Offered(s.builtins, s.sets) {
-		add(t.Name(), string(t.Set()), tools.IsGated(t))
-	}
-	for _, t := range s.sessionTools {
-		add(t.Name(), KindSession, agent.IsGated(t))
-	}
-	for _, t := range s.mcpTools() {
-		add(t.Name(), KindMCP, agent.IsGated(t))
-	}
-	for _, p := range s.plugins {
-		for _, t := range p.Tools {
-			add(t.Name(), KindPlugin, agent.IsGated(t))
-		}
+	for _, o := range s.offeredList() {
+		out = append(out, OfferedTool{Name: o.tool.Name(), Kind: o.kind, Gated: agent.IsGated(o.tool)})
 	}
 	return out
+}
+
+// Variant is the agent variant in force, its Thinking the level in force.
+func (s *Session) Variant() agent.Variant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.variant
+}
+
+// SetVariant switches the agent variant from the next model call, with the
+// variant's own thinking level (a later SetThinking overrides it).
+func (s *Session) SetVariant(name string) error {
+	v, err := agent.ResolveVariant(name, "")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.variant = v
+	s.mu.Unlock()
+	s.agent.SetReasoning(v.Thinking)
+	s.agent.SetMaxSteps(cmp.Or(v.MaxSteps, s.maxSteps))
+	return nil
+}
+
+// SetThinking sets the thinking level from the next model call.
+func (s *Session) SetThinking(level string) error {
+	l, err := agent.ParseThinking(level)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.variant.Thinking = l
+	s.mu.Unlock()
+	s.agent.SetReasoning(l)
+	return nil
 }
 
 // StartSandbox opens the sandbox now rather than on the first command (the
@@ -314,9 +421,6 @@ func (s *Session) StartSandbox(ctx context.Context) (sandbox.Info, error) {
 // Workspace is the session's workspace directory.
 func (s *Session) Workspace() string { return s.ws }
 
-// Agent is the session's agent.
-func (s *Session) Agent() *agent.Agent { return s.agent }
-
 // Send runs one turn, after waiting for the MCP servers still starting
 // (bounded; see awaitMCP).
 func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
@@ -327,7 +431,7 @@ func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event
 // Close closes the MCP servers, releases the sandbox session (killing what
 // it started) and the workspace.
 func (s *Session) Close() error {
-	return errors.Join(s.closeMCP(), s.sandbox.Close(), s.root.Close())
+	return errors.Join(s.book.close(), s.closeMCP(), s.sandbox.Close(), s.root.Close())
 }
 
 // toolAdapter runs a built-in tool for the agent, with live output.

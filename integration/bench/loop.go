@@ -70,7 +70,7 @@ func loopBench(ctx context.Context, r *report) error {
 	runtime.GC()
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
-	n := len(sess.Agent().Messages())
+	n := len(sess.Messages())
 
 	r.section("agent loop (issue 4)")
 	r.add("steps through the fake Anthropic server", fmt.Sprintf("%d (+1 answer)", steps), "", true)

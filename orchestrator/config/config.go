@@ -94,6 +94,8 @@ type Config struct {
 	// Yolo skips approval prompts (the guard still runs). Only the user's
 	// file and flags can set it.
 	Yolo bool
+	// Agent is the agent variant: default, quick, deep, plan or review.
+	Agent string
 	// Thinking is off, low, medium, high or max; empty means the agent
 	// variant's default.
 	Thinking string
@@ -149,6 +151,7 @@ type Overrides struct {
 	Model    *string
 	BaseURL  *string
 	Thinking *string
+	Agent    *string
 	Yolo     *bool
 	ToolSets *[]string
 	// Plugins replaces the plugin list (--no-plugins is an empty list: the

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/sandbox"
 )
@@ -155,17 +156,17 @@ func readCapped(r io.Reader, name string) ([]byte, error) {
 
 // layer is what one source sets; nil means not set.
 type layer struct {
-	Provider, Model, BaseURL, APIKey, Thinking *string
-	OpenAIAPI                                  *string
-	MaxRetries, CompactThreshold               *int
-	ToolSets, Plugins                          *[]string
-	Yolo                                       *bool
-	Image, Network, Memory                     *string
-	CPUs                                       *float64
-	Pids                                       *int64
-	Env                                        *[]string
-	NoSandbox                                  *bool
-	MCPServers                                 map[string]json.RawMessage
+	Provider, Model, BaseURL, APIKey, Thinking, Agent *string
+	OpenAIAPI                                         *string
+	MaxRetries, CompactThreshold                      *int
+	ToolSets, Plugins                                 *[]string
+	Yolo                                              *bool
+	Image, Network, Memory                            *string
+	CPUs                                              *float64
+	Pids                                              *int64
+	Env                                               *[]string
+	NoSandbox                                         *bool
+	MCPServers                                        map[string]json.RawMessage
 	// TrustPaths is trust.paths: workspaces (paths or glob patterns) whose
 	// project asks need no question. User file only.
 	TrustPaths *[]string
@@ -173,7 +174,7 @@ type layer struct {
 
 // The keys a file may hold.
 var (
-	topKeys     = []string{"provider", "model", "baseURL", "apiKey", "maxRetries", "toolSets", "plugins", "yolo", "thinking", "sandbox", "mcpServers", "compactThreshold", "openaiAPI", "trust"}
+	topKeys     = []string{"provider", "model", "baseURL", "apiKey", "maxRetries", "toolSets", "plugins", "yolo", "agent", "thinking", "sandbox", "mcpServers", "compactThreshold", "openaiAPI", "trust"}
 	sandboxKeys = []string{"image", "network", "memory", "cpus", "pids", "env", "noSandbox"}
 	trustKeys   = []string{"paths"}
 )
@@ -300,6 +301,8 @@ func (p *parser) top(l *layer, m member) error {
 		return p.str(m, &l.APIKey)
 	case "thinking":
 		return p.oneOf(m, &l.Thinking, thinkings)
+	case "agent":
+		return p.oneOf(m, &l.Agent, agent.VariantNames())
 	case "openaiAPI":
 		return p.oneOf(m, &l.OpenAIAPI, openaiAPIs)
 	case "maxRetries":
@@ -691,6 +694,7 @@ func (m *merger) overlay(l *layer) {
 	overlayField(&m.l.BaseURL, l.BaseURL)
 	overlayField(&m.l.APIKey, l.APIKey)
 	overlayField(&m.l.Thinking, l.Thinking)
+	overlayField(&m.l.Agent, l.Agent)
 	overlayField(&m.l.OpenAIAPI, l.OpenAIAPI)
 	overlayField(&m.l.Image, l.Image)
 	overlayField(&m.l.Network, l.Network)
@@ -754,7 +758,7 @@ func envLayer(getenv func(string) (string, bool)) (*layer, error) {
 // flagLayer reads and checks the command line's settings.
 func flagLayer(o *Overrides) (*layer, error) {
 	l := &layer{
-		Provider: o.Provider, Model: o.Model, BaseURL: o.BaseURL, Thinking: o.Thinking,
+		Provider: o.Provider, Model: o.Model, BaseURL: o.BaseURL, Thinking: o.Thinking, Agent: o.Agent,
 		Yolo: o.Yolo, ToolSets: o.ToolSets, Plugins: o.Plugins,
 		Image: o.Image, Network: o.Network, Memory: o.Memory, CPUs: o.CPUs, Pids: o.Pids,
 		NoSandbox: o.NoSandbox,
@@ -774,8 +778,14 @@ func flagLayer(o *Overrides) (*layer, error) {
 	if l.BaseURL != nil {
 		bad("--base-url", checkBaseURL("--base-url", *l.BaseURL))
 	}
+	// The spec's own texts: Unknown agent "x". Available: default, ...
+	if l.Agent != nil {
+		_, err := agent.ResolveVariant(*l.Agent, "")
+		bad("--agent", err)
+	}
 	if l.Thinking != nil {
-		bad("--think", checkOneOf("--think", *l.Thinking, thinkings))
+		_, err := agent.ParseThinking(*l.Thinking)
+		bad("--think", err)
 	}
 	if l.Network != nil {
 		bad("--network", checkOneOf("--network", *l.Network, networks))
@@ -811,6 +821,7 @@ func (m *merger) finish(getenv func(string) (string, bool)) Config {
 	c := Config{
 		Provider:          or(l.Provider, DefaultProvider),
 		Thinking:          or(l.Thinking, ""),
+		Agent:             or(l.Agent, agent.DefaultVariant),
 		OpenAIAPI:         or(l.OpenAIAPI, ""),
 		MaxRetries:        DefaultMaxRetries,
 		CompactThreshold:  DefaultCompactThreshold,

@@ -73,6 +73,7 @@ func TestLoadDefaults(t *testing.T) {
 		Plugins:          []string{"guard", "time"},
 		CompactThreshold: 120000,
 		Sandbox:          Sandbox{Network: "bridge"},
+		Agent:            "default",
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got  %+v\nwant %+v", cfg, want)
@@ -455,7 +456,7 @@ func TestLoadUnknownKeys(t *testing.T) {
 	t.Parallel()
 	fx := fixture{
 		user:    `{"modle": "x", "Yolo": true, "sandbox": {"memroy": "1g"}}`,
-		project: `{"agent": "deep"}`,
+		project: `{"agnet": "deep"}`,
 	}
 	opts := fx.options(t)
 	cfg, notices, err := Load(opts)
@@ -470,7 +471,7 @@ func TestLoadUnknownKeys(t *testing.T) {
 		{File: user, Key: "modle", Message: `unknown key "modle" is ignored`},
 		{File: user, Key: "Yolo", Message: `unknown key "Yolo" is ignored (did you mean "yolo"?)`},
 		{File: user, Key: "sandbox.memroy", Message: `unknown key "sandbox.memroy" is ignored`},
-		{File: ".shiro/config.json", Key: "agent", Message: `unknown key "agent" is ignored`},
+		{File: ".shiro/config.json", Key: "agnet", Message: `unknown key "agnet" is ignored`},
 	}
 	if !reflect.DeepEqual(notices, want) {
 		t.Errorf("got  %+v\nwant %+v", notices, want)
@@ -854,6 +855,44 @@ func TestLoadImageFromProject(t *testing.T) {
 				t.Errorf("image %q from project %v, want %q %v", cfg.Sandbox.Image, cfg.Sandbox.ImageFromProject, tt.wantImage, tt.wantProject)
 			}
 		})
+	}
+}
+
+// The agent variant and thinking level: flags > config files > the
+// variant's own level (Thinking "" leaves it to the variant).
+func TestLoadAgentAndThinking(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		fx              fixture
+		agent, thinking string
+	}{
+		{fixture{}, "default", ""},
+		{fixture{user: `{"agent": "plan"}`}, "plan", ""},
+		{fixture{user: `{"agent": "plan", "thinking": "low"}`}, "plan", "low"},
+		{fixture{user: `{"agent": "plan", "thinking": "low"}`, flags: Overrides{Agent: ptr("deep"), Thinking: ptr("max")}}, "deep", "max"},
+		{fixture{project: `{"agent": "review"}`}, "review", ""},
+	}
+	for _, c := range cases {
+		cfg, _, err := c.fx.load(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Agent != c.agent || cfg.Thinking != c.thinking {
+			t.Errorf("%+v: agent %q thinking %q, want %q %q", c.fx, cfg.Agent, cfg.Thinking, c.agent, c.thinking)
+		}
+	}
+	for _, c := range []struct {
+		fx   fixture
+		want string
+	}{
+		{fixture{flags: Overrides{Agent: ptr("fast")}}, `Unknown agent "fast". Available: default, quick, deep, plan, review`},
+		{fixture{flags: Overrides{Thinking: ptr("lots")}}, `Unknown thinking level "lots". Available: off, low, medium, high, max`},
+		{fixture{user: `{"agent": "fast"}`}, `"agent" must be one of default, quick, deep, plan, review (got "fast")`},
+	} {
+		_, _, err := c.fx.load(t)
+		if err == nil || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("err = %v, want %s", err, c.want)
+		}
 	}
 }
 

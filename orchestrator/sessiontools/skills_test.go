@@ -53,7 +53,7 @@ func TestBuiltinSkills(t *testing.T) {
 			t.Errorf("skill %+v", s)
 		}
 	}
-	if strings.Join(names, ",") != "commit,review,verify" {
+	if strings.Join(names, ",") != "commit,debug,refactor,review,test,verify" {
 		t.Errorf("built-in skills %v", names)
 	}
 }
@@ -83,14 +83,14 @@ func TestSkillPrecedenceProjectOverUserOverBuiltin(t *testing.T) {
 	for _, s := range skills {
 		got[s.Name] = s
 	}
-	if len(skills) != 4 || skills[0].Name != "commit" || skills[1].Name != "deploy" {
+	if len(skills) != 7 || skills[0].Name != "commit" || skills[1].Name != "debug" || skills[2].Name != "deploy" {
 		t.Fatalf("skills %+v", skills)
 	}
 	if got["review"].Origin != OriginUser || got["deploy"].Origin != OriginProject || got["deploy"].Body != "project deploy body" || got["commit"].Origin != OriginBuiltin {
 		t.Errorf("precedence wrong: %+v", got)
 	}
 	// A missing directory is skipped.
-	if skills, notices := LoadSkills(DefaultSkillSources(filepath.Join(user, "nope"), openRoot(t, t.TempDir()))); len(skills) != 3 || len(notices) != 0 {
+	if skills, notices := LoadSkills(DefaultSkillSources(filepath.Join(user, "nope"), openRoot(t, t.TempDir()))); len(skills) != 6 || len(notices) != 0 {
 		t.Errorf("%d skills, notices %q with missing directories", len(skills), notices)
 	}
 }

@@ -51,8 +51,13 @@ type Task struct {
 	// Tools returns the tools the session offers now; the subagent gets
 	// those named in SubagentTools.
 	Tools func() []agent.Tool
-	// Reasoning is passed to the subagent's model.
+	// Reasoning is passed to the subagent's model; Level, when set, is
+	// asked instead on every call (the session's current level).
 	Reasoning llm.Reasoning
+	Level     func() llm.Reasoning
+	// Usage, when set, receives the tokens of every subagent run, however
+	// it ended (the session's ledger).
+	Usage func(llm.Usage)
 	// Progress, when set, receives each subagent's start, steps and end
 	// (the TUI's subagent panel). It must not block.
 	Progress func(SubagentEvent)
@@ -126,15 +131,22 @@ func (t *Task) Run(ctx context.Context, input json.RawMessage, output func(strin
 		return agent.Result{Output: "prompt is empty", IsError: true}, nil
 	}
 	tools := t.readTools()
+	reasoning := t.Reasoning
+	if t.Level != nil {
+		reasoning = t.Level()
+	}
 	sub, err := agent.New(agent.Config{
 		Model:     t.Model(),
 		Tools:     func() []agent.Tool { return tools },
 		System:    func([]agent.Tool) string { return system },
 		MaxSteps:  SubagentMaxSteps,
-		Reasoning: t.Reasoning,
+		Reasoning: reasoning,
 	})
 	if err != nil {
 		return agent.Result{}, fmt.Errorf("start the subagent: %w", err)
+	}
+	if t.Usage != nil {
+		defer func() { t.Usage(sub.Usage()) }()
 	}
 	id := fmt.Sprintf("sub%d", t.seq.Add(1))
 	t.report(SubagentEvent{Type: SubagentStart, ID: id, Kind: p.Kind, Description: strings.TrimSpace(p.Description)})

@@ -34,6 +34,12 @@ type Record struct {
 	Title        string    `json:"title"`
 	InputTokens  int       `json:"inputTokens"`
 	OutputTokens int       `json:"outputTokens"`
+	// CostUSD is what every request of the session cost, when its models
+	// are priced.
+	CostUSD *float64 `json:"costUsd,omitempty"`
+	// MessageCount is the number of messages of a listed record (List
+	// leaves Messages out); it is not saved.
+	MessageCount int `json:"-"`
 	// Todos is the session's task list, kept as the todo tool wrote it.
 	Todos    json.RawMessage `json:"todos,omitempty"`
 	Messages []llm.Message   `json:"messages"`
@@ -214,15 +220,23 @@ func restore(rec *Record) {
 	}
 }
 
-// skipped reads past a JSON value without keeping it (it is still checked).
-type skipped struct{}
+// counted reads past a JSON array, counting its elements without keeping
+// them.
+type counted struct{ n int }
 
-func (*skipped) UnmarshalJSON([]byte) error { return nil }
+func (c *counted) UnmarshalJSON(b []byte) error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(b, &items); err != nil {
+		return err
+	}
+	c.n = len(items)
+	return nil
+}
 
 // summary is a record without its messages, for listing.
 type summary struct {
 	Record
-	Messages skipped `json:"messages"`
+	Messages counted `json:"messages"`
 }
 
 // List returns the records, newest update first, at most limit of them
@@ -251,6 +265,7 @@ func (s *Store) List(limit int) ([]Record, error) {
 		if json.Unmarshal(data, &sum) != nil || sum.ID != id {
 			continue
 		}
+		sum.Record.MessageCount = sum.Messages.n
 		recs = append(recs, sum.Record)
 	}
 	slices.SortFunc(recs, func(a, b Record) int {

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +28,32 @@ import (
 type Session interface {
 	// Send runs one turn, emitting its events in order.
 	Send(ctx context.Context, prompt string, emit func(agent.Event)) error
-	Agent() *agent.Agent
+	// The history, the model and the context estimate.
+	Messages() []llm.Message
+	Model() llm.Model
+	SetModel(llm.Model)
+	ContextTokens() int
+	MeasureOverhead()
+	// InterruptTools kills the commands in flight (ctrl-c).
+	InterruptTools() []string
+	// Allowed and AllowedPrefixes are what "always" granted (/tools).
+	Allowed(name string) bool
+	AllowedPrefixes(name string) [][]string
+	// Unsend takes back a prompt the model never answered.
+	Unsend(text string) bool
+	// Usage is what every request of the session cost.
+	Usage() orchestrator.Usage
+	// Saved describes the session's record; Save writes it now, Resume
+	// switches to another, Clear starts a new one.
+	Saved() orchestrator.Saved
+	Save() (string, error)
+	Resume(query string) (store.Record, error)
+	Clear() (string, error)
+	// Variant is the agent variant in force (its Thinking the level);
+	// SetVariant and SetThinking switch from the next model call.
+	Variant() agent.Variant
+	SetVariant(name string) error
+	SetThinking(level string) error
 	// Offered lists the tools the model is offered next.
 	Offered() []orchestrator.OfferedTool
 	// StartSandbox opens the sandbox (a prompt sent meanwhile waits for it).
@@ -108,7 +132,7 @@ type App struct {
 	stop   chan struct{} // closed when Run ends: nothing waits on the UI then
 	out    *printQueue   // transcript lines to print above the program
 	reflow *reflowWriter // the terminal, as Bubble Tea writes to it
-	rec    *recorder
+	sess   Session       // set by Run
 	once   sync.Once
 
 	askSeq atomic.Int64 // numbers the questions of the ask tool
@@ -137,7 +161,6 @@ func New(opts Options) (*App, error) {
 		out:    newPrintQueue(),
 		reflow: newReflowWriter(opts.Output),
 	}
-	a.rec = newRecorder(opts.Store, opts.Record, func(err error) { a.post(noticeMsg{text: "saving the session failed: " + err.Error()}) })
 	return a, nil
 }
 
@@ -149,7 +172,6 @@ func (a *App) AddNotices(notices ...string) { a.opts.Notices = append(a.opts.Not
 func (a *App) Close() {
 	a.once.Do(func() { close(a.stop) })
 	a.root.Close()
-	_ = a.rec.close()
 }
 
 // post hands msg to the pump; false once the UI has stopped.
@@ -178,8 +200,11 @@ func (a *App) OnSubagent(ev sessiontools.SubagentEvent) { a.post(subagentMsg{ev:
 // Notice shows a line from the orchestrator (an endpoint fallback).
 func (a *App) Notice(text string) { a.post(noticeMsg{text: text}) }
 
-// OnChange saves the session after every change of its history.
-func (a *App) OnChange(msgs []llm.Message) { a.rec.change(msgs) }
+// OnSaveError shows a failed save of the session (hand it to the
+// session's options).
+func (a *App) OnSaveError(err error) {
+	a.post(noticeMsg{text: "saving the session failed: " + err.Error()})
+}
 
 // Progress receives sandbox start-up progress, line by line, for the
 // header.
@@ -246,13 +271,7 @@ func (a *App) Run(ctx context.Context, sess Session) (Result, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	a.rec.bind(sess.Agent())
-	// A session with a task list saves it with the history.
-	if t, ok := sess.(interface{ TodosJSON() json.RawMessage }); ok {
-		a.rec.mu.Lock()
-		a.rec.todos = t.TodosJSON
-		a.rec.mu.Unlock()
-	}
+	a.sess = sess
 
 	// Ask once, before the program reads the terminal, so that nothing
 	// queries the terminal while Bubble Tea owns it.
@@ -285,8 +304,8 @@ func (a *App) Run(ctx context.Context, sess Session) (Result, error) {
 	if rest := a.out.take(); len(rest) > 0 {
 		fmt.Fprintln(a.opts.Output, strings.Join(rest, "\n"))
 	}
-	if cerr := a.rec.close(); cerr != nil {
-		fmt.Fprintf(a.opts.Output, "shiro: saving the session failed: %v\n", cerr)
+	if _, serr := sess.Save(); serr != nil {
+		fmt.Fprintf(a.opts.Output, "shiro: saving the session failed: %v\n", serr)
 	}
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		err = nil // the context ended the program (a signal): not a UI failure
@@ -298,8 +317,11 @@ func (a *App) Run(ctx context.Context, sess Session) (Result, error) {
 }
 
 func (a *App) result() Result {
-	id, n, title := a.rec.summary()
-	return Result{SessionID: id, Messages: n, Title: title}
+	if a.sess == nil {
+		return Result{SessionID: a.opts.Record.ID}
+	}
+	s := a.sess.Saved()
+	return Result{SessionID: s.ID, Messages: s.Messages, Title: s.Title}
 }
 
 // pumpTo forwards posted messages to the program, in order, until the UI

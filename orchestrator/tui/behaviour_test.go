@@ -181,7 +181,6 @@ func withAgent(t *testing.T, f *fixture, model llm.Model, tools ...agent.Tool) {
 		t.Fatal(err)
 	}
 	f.sess.agent = a
-	f.app.rec.bind(a)
 	f.sess.send = a.Send
 }
 

@@ -33,10 +33,6 @@ type Bench struct {
 // transcript already holds lines lines (printed as a session would print
 // them: user prompts, markdown replies, tool lines).
 func NewBench(dir string, lines, width, height int) (*Bench, error) {
-	a, err := agent.New(agent.Config{Model: idleModel{}})
-	if err != nil {
-		return nil, err
-	}
 	app, err := New(Options{
 		Version: "bench", Workspace: dir, Paths: config.Paths{ConfigDir: dir, DataDir: dir},
 		Config: config.Config{Provider: config.ProviderAnthropic, Model: "claude-sonnet-4-5"}, Configured: true,
@@ -45,7 +41,7 @@ func NewBench(dir string, lines, width, height int) (*Bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess := benchSession{a: a, todos: &sessiontools.TodoList{}}
+	sess := benchSession{todos: &sessiontools.TodoList{}}
 	rt := &runtime{app: app, sess: sess, ctx: context.Background()}
 	m := newModel(rt, app.opts, newStyles(io.Discard, termenv.ANSI256, false))
 	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
@@ -95,12 +91,30 @@ func (b *Bench) Close() { b.app.Close() }
 
 // benchSession is a session that never runs anything.
 type benchSession struct {
-	a     *agent.Agent
 	todos *sessiontools.TodoList
 }
 
 func (s benchSession) Send(context.Context, string, func(agent.Event)) error { return nil }
-func (s benchSession) Agent() *agent.Agent                                   { return s.a }
+func (s benchSession) Messages() []llm.Message                               { return nil }
+func (s benchSession) Model() llm.Model                                      { return idleModel{} }
+func (s benchSession) SetModel(llm.Model)                                    {}
+func (s benchSession) ContextTokens() int                                    { return 0 }
+func (s benchSession) MeasureOverhead()                                      {}
+func (s benchSession) InterruptTools() []string                              { return nil }
+func (s benchSession) Allowed(string) bool                                   { return false }
+func (s benchSession) AllowedPrefixes(string) [][]string                     { return nil }
+func (s benchSession) Unsend(string) bool                                    { return false }
+func (s benchSession) Usage() orchestrator.Usage                             { return orchestrator.Usage{} }
+func (s benchSession) Saved() orchestrator.Saved                             { return orchestrator.Saved{ID: "bench"} }
+func (s benchSession) Save() (string, error)                                 { return "", nil }
+func (s benchSession) Resume(string) (store.Record, error)                   { return store.Record{}, nil }
+func (s benchSession) Clear() (string, error)                                { return "bench", nil }
+func (s benchSession) Variant() agent.Variant {
+	v, _ := agent.ResolveVariant("", "")
+	return v
+}
+func (s benchSession) SetVariant(string) error  { return nil }
+func (s benchSession) SetThinking(string) error { return nil }
 func (s benchSession) Offered() []orchestrator.OfferedTool {
 	return []orchestrator.OfferedTool{{Name: "read_file", Kind: "core"}, {Name: "bash", Kind: "core", Gated: true}}
 }

@@ -30,6 +30,9 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		{name: "help", aliases: []string{"?"}, summary: "commands and keys", offline: true, run: (*Model).cmdHelp},
+		{name: "agent", args: "[name]", summary: "switch the agent variant (no name: pick one)", offline: true, run: (*Model).cmdAgent},
+		{name: "think", args: "[level]", summary: "set the thinking level (no level: pick one)", offline: true, run: (*Model).cmdThink},
+		{name: "init", summary: "have the model write AGENTS.md for this project", run: (*Model).cmdInit},
 		{name: "model", args: "[id]", summary: "switch the model (no id: pick from the list)", run: (*Model).cmdModel},
 		{name: "models", summary: "list the provider's models and pick one", run: (*Model).cmdModels},
 		{name: "provider", aliases: []string{"login"}, summary: "set up the provider, key and model", offline: true, run: (*Model).cmdProvider},
@@ -147,6 +150,72 @@ func (m *Model) cmdModels(string) tea.Cmd {
 
 func (m *Model) cmdProvider(string) tea.Cmd { return m.openOnboarding() }
 
+// cmdAgent switches the variant, or offers the five in a picker.
+func (m *Model) cmdAgent(arg string) tea.Cmd {
+	if arg != "" {
+		return m.switchVariant(arg)
+	}
+	variants := agent.Variants()
+	pick := &picker{}
+	for i, v := range variants {
+		label := fmt.Sprintf("%-8s %s", v.Name, v.Summary)
+		if v.Name == m.stats.variant {
+			label += " (current)"
+			pick.sel = i
+		}
+		pick.items = append(pick.items, pickItem{label: label})
+	}
+	return m.openForm(&formModal{
+		title: "Pick an agent",
+		pick:  pick,
+		done:  func(m *Model) tea.Cmd { return m.switchVariant(variants[pick.sel].Name) },
+	})
+}
+
+func (m *Model) switchVariant(name string) tea.Cmd {
+	if err := m.rt.sess.SetVariant(strings.ToLower(strings.TrimSpace(name))); err != nil {
+		m.printError(err.Error())
+		return nil
+	}
+	m.stats = m.rt.stats()
+	m.printInfo(fmt.Sprintf("agent: %s  thinking: %s", m.stats.variant, m.stats.thinking))
+	return nil
+}
+
+// cmdThink sets the thinking level, or offers the levels in a picker.
+func (m *Model) cmdThink(arg string) tea.Cmd {
+	if arg != "" {
+		return m.switchThinking(arg)
+	}
+	pick := &picker{}
+	for i, l := range agent.ThinkingLevels {
+		label := string(l)
+		if label == m.stats.thinking {
+			label += " (current)"
+			pick.sel = i
+		}
+		pick.items = append(pick.items, pickItem{label: label})
+	}
+	return m.openForm(&formModal{
+		title: "Pick a thinking level",
+		pick:  pick,
+		done:  func(m *Model) tea.Cmd { return m.switchThinking(string(agent.ThinkingLevels[pick.sel])) },
+	})
+}
+
+func (m *Model) switchThinking(level string) tea.Cmd {
+	if err := m.rt.sess.SetThinking(strings.ToLower(strings.TrimSpace(level))); err != nil {
+		m.printError(err.Error())
+		return nil
+	}
+	m.stats = m.rt.stats()
+	m.printInfo("thinking: " + m.stats.thinking)
+	return nil
+}
+
+// cmdInit runs the built-in "write AGENTS.md" prompt as a turn.
+func (m *Model) cmdInit(string) tea.Cmd { return m.startTurnAs("/init", orchestrator.InitPrompt) }
+
 func (m *Model) cmdTools(string) tea.Cmd {
 	offered := m.rt.sess.Offered()
 	builtins := tools.Builtins()
@@ -156,6 +225,9 @@ func (m *Model) cmdTools(string) tea.Cmd {
 	for _, t := range builtins {
 		rows = append(rows, orchestrator.OfferedTool{Name: t.Name(), Kind: string(t.Set()), Gated: tools.IsGated(t)})
 		state[t.Name()] = "withheld (set " + string(t.Set()) + " is off)"
+		if v := m.rt.sess.Variant(); !v.Allows(t.Name()) {
+			state[t.Name()] = "withheld by the " + v.Name + " agent"
+		}
 	}
 	for _, t := range offered {
 		if _, builtin := state[t.Name]; !builtin {
@@ -172,7 +244,7 @@ func (m *Model) cmdTools(string) tea.Cmd {
 	for _, r := range rows {
 		gate := "free"
 		switch {
-		case r.Gated && m.rt.sess.Agent().Allowed(r.Name):
+		case r.Gated && m.rt.sess.Allowed(r.Name):
 			gate = "allowed"
 		case r.Gated && m.cfg.Yolo:
 			gate = "yolo"
@@ -182,7 +254,7 @@ func (m *Model) cmdTools(string) tea.Cmd {
 		fmt.Fprintf(&b, "%-*s %-10s %-7s %s\n", width, r.Name, r.Kind, gate, state[r.Name])
 	}
 	for _, r := range rows {
-		if p := m.rt.sess.Agent().AllowedPrefixes(r.Name); len(p) > 0 {
+		if p := m.rt.sess.AllowedPrefixes(r.Name); len(p) > 0 {
 			fmt.Fprintf(&b, "\n%s allowed this session for %s", r.Name, prefixList(p))
 		}
 	}
@@ -199,7 +271,7 @@ func (m *Model) cmdContext(string) tea.Cmd {
 		threshold = agent.DefaultPruneThreshold
 	}
 	fmt.Fprintf(&b, "context: ~%s tokens in %d messages (%d%% of the %s pruning threshold)",
-		humanTokens(m.stats.context), len(m.rt.sess.Agent().Messages()), m.stats.context*100/threshold, humanTokens(threshold))
+		humanTokens(m.stats.context), len(m.rt.sess.Messages()), m.stats.context*100/threshold, humanTokens(threshold))
 	m.info = &infoPanel{title: "context", body: b.String()}
 	return nil
 }
@@ -209,7 +281,7 @@ func (m *Model) cmdContext(string) tea.Cmd {
 func (m *Model) instructionsSummary() string {
 	var b strings.Builder
 	if len(m.opts.Instructions) == 0 {
-		b.WriteString("no AGENTS.md found (nor CLAUDE.md, .shiro.md)\n")
+		b.WriteString("no AGENTS.md found (nor CLAUDE.md, .shiro.md) - /init writes one\n")
 	} else {
 		b.WriteString("instructions: " + strings.Join(m.opts.Instructions, ", ") + "\n")
 	}
@@ -222,12 +294,8 @@ func (m *Model) instructionsSummary() string {
 func (m *Model) cmdCost(string) tea.Cmd {
 	m.stats = m.rt.stats()
 	u := m.stats.usage
-	spend := "unpriced"
-	if usd, ok := orchestrator.Cost(m.stats.model, u); ok {
-		spend = orchestrator.FormatUSD(usd)
-	}
-	body := fmt.Sprintf("model     %s/%s\nbilled    %d in / %d out tokens\nspend     %s\ncontext   ~%s tokens",
-		m.stats.provider, m.stats.model, u.InputTokens, u.OutputTokens, spend, humanTokens(m.stats.context))
+	body := fmt.Sprintf("model     %s/%s\nbilled    %d in / %d out tokens\nspend     %s\ncontext   ~%s tokens\nagent     %s  thinking: %s",
+		m.stats.provider, m.stats.model, u.InputTokens, u.OutputTokens, spendText(u), humanTokens(m.stats.context), m.stats.variant, m.stats.thinking)
 	m.info = &infoPanel{title: "cost", body: body}
 	return nil
 }
@@ -438,7 +506,7 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 		}
 		m.sessionID = msg.rec.ID
 		m.stats = m.rt.stats()
-		m.replay(m.rt.sess.Agent().Messages())
+		m.replay(m.rt.sess.Messages())
 		m.printInfo(fmt.Sprintf("resumed %s: %d messages - %s", msg.rec.ID[:8], msg.n, msg.rec.Title))
 	case savedMsg:
 		switch {

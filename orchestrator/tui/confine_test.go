@@ -123,7 +123,7 @@ func TestContextListsReadAndRefusedInstructions(t *testing.T) {
 	}
 	f = newFixture(t, 100, func(o *Options) { o.Instructions = nil })
 	f.m.cmdContext("")
-	if f.m.info == nil || !strings.HasPrefix(f.m.info.body, "no AGENTS.md found (nor CLAUDE.md, .shiro.md)\ncontext: ") {
+	if f.m.info == nil || !strings.HasPrefix(f.m.info.body, "no AGENTS.md found (nor CLAUDE.md, .shiro.md) - /init writes one\ncontext: ") {
 		t.Errorf("/context without instructions: %+v", f.m.info)
 	}
 }

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"iter"
@@ -57,8 +59,9 @@ type fakeSession struct {
 	compactMemory func(ctx context.Context) (sessiontools.MemoryCompaction, error)
 	mcp           []mcp.ServerStatus
 
-	mu      sync.Mutex
-	prompts []string
+	mu                    sync.Mutex
+	prompts               []string
+	id, variant, thinking string
 }
 
 func (s *fakeSession) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
@@ -72,7 +75,61 @@ func (s *fakeSession) Send(ctx context.Context, prompt string, emit func(agent.E
 	emit(agent.Event{Type: agent.EventDone})
 	return nil
 }
-func (s *fakeSession) Agent() *agent.Agent                 { return s.agent }
+func (s *fakeSession) Messages() []llm.Message             { return s.agent.Messages() }
+func (s *fakeSession) Model() llm.Model                    { return s.agent.Model() }
+func (s *fakeSession) SetModel(m llm.Model)                { s.agent.SetModel(m) }
+func (s *fakeSession) ContextTokens() int                  { return s.agent.ContextTokens() }
+func (s *fakeSession) MeasureOverhead()                    { s.agent.MeasureOverhead() }
+func (s *fakeSession) InterruptTools() []string            { return s.agent.InterruptTools() }
+func (s *fakeSession) Allowed(n string) bool               { return s.agent.Allowed(n) }
+func (s *fakeSession) AllowedPrefixes(n string) [][]string { return s.agent.AllowedPrefixes(n) }
+func (s *fakeSession) Unsend(text string) bool             { return s.agent.Unsend(text) }
+func (s *fakeSession) Save() (string, error)               { return "", nil }
+func (s *fakeSession) Resume(q string) (store.Record, error) {
+	return store.Record{}, errors.New("no session matches")
+}
+func (s *fakeSession) Saved() orchestrator.Saved {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return orchestrator.Saved{ID: cmp.Or(s.id, "0192f3a4-0000-7000-8000-000000000000"), Messages: len(s.agent.Messages())}
+}
+func (s *fakeSession) Clear() (string, error) {
+	s.agent.Replace(nil)
+	s.todos.Set(nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.id = "0192f3a4-0000-7000-8000-000000000001"
+	return s.id, nil
+}
+func (s *fakeSession) Usage() orchestrator.Usage {
+	u := s.agent.Usage()
+	usd, _ := orchestrator.Cost(s.agent.Model().Info().Model, u)
+	return orchestrator.Usage{Usage: u, CostUSD: usd}
+}
+func (s *fakeSession) Variant() agent.Variant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, _ := agent.ResolveVariant(s.variant, s.thinking)
+	return v
+}
+func (s *fakeSession) SetVariant(name string) error {
+	if _, err := agent.ResolveVariant(name, ""); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.variant, s.thinking = name, ""
+	return nil
+}
+func (s *fakeSession) SetThinking(level string) error {
+	if _, err := agent.ParseThinking(level); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.thinking = level
+	return nil
+}
 func (s *fakeSession) Offered() []orchestrator.OfferedTool { return s.offered }
 func (s *fakeSession) StartSandbox(ctx context.Context) (sandbox.Info, error) {
 	if s.start != nil {
@@ -179,7 +236,6 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 		plugins: plugins,
 		skills:  skills,
 	}
-	app.rec.bind(a)
 	rt := &runtime{app: app, sess: sess, ctx: t.Context()}
 	m := newModel(rt, app.opts, newStyles(io.Discard, termenv.Ascii, false))
 	m.out.keep = true

@@ -136,7 +136,7 @@ func newModel(rt *runtime, opts Options, st styles) *Model {
 	}
 	if rt.sess != nil {
 		m.stats = rt.stats()
-		m.sessionID = rt.app.rec.id()
+		m.sessionID = rt.sess.Saved().ID
 		m.todos = rt.sess.Todos().Items()
 		m.mcp = rt.sess.MCPStatus()
 		m.notes = -1
@@ -183,7 +183,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.width, m.height, m.sized = msg.Width, msg.Height, true
 		if m.replayPending && m.rt.sess != nil {
 			m.replayPending = false
-			m.replay(m.rt.sess.Agent().Messages())
+			m.replay(m.rt.sess.Messages())
 		}
 		if strings.TrimSpace(m.turn.raw) != "" {
 			m.turn.rendered = m.md.render(m.turn.raw, m.contentWidth())
@@ -376,11 +376,15 @@ func (m *Model) run(text string) tea.Cmd {
 const errNoProvider = "no provider configured yet - run /provider"
 
 // startTurn prints the prompt and runs it.
-func (m *Model) startTurn(prompt string) tea.Cmd {
+func (m *Model) startTurn(prompt string) tea.Cmd { return m.startTurnAs(prompt, prompt) }
+
+// startTurnAs runs prompt, shown in the transcript as shown (a command's
+// built-in prompt shows as the command).
+func (m *Model) startTurnAs(shown, prompt string) tea.Cmd {
 	if m.printed {
 		m.printLine("")
 	}
-	m.printLine(m.st.user.Render("> " + clean(prompt)))
+	m.printLine(m.st.user.Render("> " + clean(shown)))
 	m.beginBusy()
 	m.turn.prompt = prompt
 	return tea.Batch(m.rt.startTurn(m.turnID, prompt), spin(m.turnID))

@@ -10,7 +10,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/shiroagent/shiro/agent"
-	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
@@ -155,7 +154,7 @@ func (rt *runtime) startTurn(turn int, prompt string) tea.Cmd {
 		err := rt.sess.Send(ctx, prompt, func(e agent.Event) { rt.app.post(eventMsg{turn: turn, ev: e}) })
 		end := turnEndMsg{err: err}
 		if err != nil && ctx.Err() == nil {
-			end.unsent = rt.sess.Agent().Unsend(prompt)
+			end.unsent = rt.sess.Unsend(prompt)
 		}
 		return end
 	})
@@ -165,9 +164,9 @@ func (rt *runtime) startTurn(turn int, prompt string) tea.Cmd {
 // context estimate before the first turn (building the prompt reads
 // files: not on the update path).
 func (rt *runtime) measureOverhead() tea.Cmd {
-	a := rt.sess.Agent()
+	sess := rt.sess
 	return func() tea.Msg {
-		a.MeasureOverhead()
+		sess.MeasureOverhead()
 		return overheadMsg{}
 	}
 }
@@ -176,9 +175,6 @@ func (rt *runtime) measureOverhead() tea.Cmd {
 func (rt *runtime) startCompact(turn int) tea.Cmd {
 	return rt.job(turn, func(ctx context.Context) turnEndMsg {
 		before, after, err := rt.sess.Compact(ctx)
-		if err == nil && before > 0 {
-			rt.app.rec.change(rt.sess.Agent().Messages())
-		}
 		rt.app.post(compactedMsg{before: before, after: after, err: err})
 		return turnEndMsg{}
 	})
@@ -231,7 +227,7 @@ func (rt *runtime) abort() tea.Cmd {
 // what names them for the transcript, as they were when ctrl-c was pressed.
 func (rt *runtime) interrupt(what []string) tea.Cmd {
 	return func() tea.Msg {
-		return interruptedMsg{names: rt.sess.Agent().InterruptTools(), what: what}
+		return interruptedMsg{names: rt.sess.InterruptTools(), what: what}
 	}
 }
 
@@ -329,8 +325,7 @@ func (rt *runtime) setModel(cfg config.Config) tea.Cmd {
 		if err != nil {
 			return modelSetMsg{cfg: cfg, err: err}
 		}
-		rt.sess.Agent().SetModel(m)
-		rt.app.rec.setModel(cfg.Provider, cfg.Model)
+		rt.sess.SetModel(m)
 		return modelSetMsg{cfg: cfg}
 	}
 }
@@ -376,9 +371,7 @@ func (rt *runtime) listSessions(pick bool) tea.Cmd {
 		}
 		counts := make([]int, len(recs))
 		for i, r := range recs {
-			if full, err := st.Load(r.ID); err == nil {
-				counts[i] = len(full.Messages)
-			}
+			counts[i] = r.MessageCount
 		}
 		return sessionsMsg{recs: recs, counts: counts, pick: pick}
 	}
@@ -386,9 +379,8 @@ func (rt *runtime) listSessions(pick bool) tea.Cmd {
 
 // resume loads a session by id or prefix and makes it this one.
 func (rt *runtime) resume(query string) tea.Cmd {
-	st := rt.app.opts.Store
 	return func() tea.Msg {
-		rec, err := st.Resolve(query)
+		rec, err := rt.sess.Resume(query)
 		if err != nil {
 			var nm *store.NoMatchError
 			if errors.As(err, &nm) {
@@ -396,55 +388,42 @@ func (rt *runtime) resume(query string) tea.Cmd {
 			}
 			return resumedMsg{err: err}
 		}
-		if err := rt.app.rec.flush(); err != nil {
-			return resumedMsg{err: err}
-		}
-		msgs := rec.Messages
-		rt.sess.Agent().Replace(msgs)
-		rt.sess.Todos().Restore(rec.Todos)
 		rt.app.post(todosMsg{items: rt.sess.Todos().Items()})
-		rt.app.rec.switchTo(rec, msgs)
-		return resumedMsg{rec: rec, n: len(msgs)}
+		return resumedMsg{rec: rec, n: len(rec.Messages)}
 	}
 }
 
 // save writes the session now.
 func (rt *runtime) save() tea.Cmd {
 	return func() tea.Msg {
-		if err := rt.app.rec.flush(); err != nil {
-			return savedMsg{err: err}
-		}
-		id, n, _ := rt.app.rec.summary()
-		if n == 0 {
-			return savedMsg{}
-		}
-		return savedMsg{id: id}
+		id, err := rt.sess.Save()
+		return savedMsg{id: id, err: err}
 	}
 }
 
 // clear starts a new, empty session record.
 func (rt *runtime) clear() tea.Cmd {
 	return func() tea.Msg {
-		_ = rt.app.rec.flush()
-		old := rt.app.rec.record()
-		rt.sess.Agent().Replace(nil)
-		rt.sess.Todos().Set(nil)
-		rec := store.NewRecord(old.Cwd, old.Provider, old.Model)
-		rt.app.rec.switchTo(rec, nil)
-		return clearedMsg{id: rec.ID}
+		id, err := rt.sess.Clear()
+		if err != nil {
+			rt.app.post(noticeMsg{text: "saving the session failed: " + err.Error()})
+		}
+		return clearedMsg{id: id}
 	}
 }
 
 // stats reads the numbers of the status bar.
 func (rt *runtime) stats() stats {
-	a := rt.sess.Agent()
-	info := a.Model().Info()
+	info := rt.sess.Model().Info()
+	v := rt.sess.Variant()
 	return stats{
 		provider: info.Provider,
 		model:    info.Model,
 		tools:    len(rt.sess.Offered()),
-		context:  a.ContextTokens(),
-		usage:    a.Usage(),
+		context:  rt.sess.ContextTokens(),
+		usage:    rt.sess.Usage(),
+		variant:  v.Name,
+		thinking: string(v.Thinking),
 	}
 }
 
@@ -453,5 +432,7 @@ type stats struct {
 	provider, model string
 	tools           int
 	context         int
-	usage           llm.Usage
+	usage           orchestrator.Usage
+	// variant and thinking are the agent variant and level in force.
+	variant, thinking string
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -154,6 +155,7 @@ func (m *Model) headerView() string {
 	}
 	lines = append(lines,
 		cut(m.st.accent.Render("shiro "+m.opts.Version)+m.st.header.Render("  "+model+"  session "+id), w),
+		m.st.header.Render(cut("agent: "+m.stats.variant+"  thinking: "+m.stats.thinking, w)),
 		m.st.header.Render(cut("cwd: "+clean(m.opts.Workspace), w)),
 	)
 	lines = append(lines, m.sandboxLines()...)
@@ -174,7 +176,7 @@ func (m *Model) headerView() string {
 	if len(m.opts.Instructions) > 0 {
 		lines = append(lines, m.st.header.Render(cut("instructions: "+strings.Join(m.opts.Instructions, ", "), w)))
 	} else {
-		lines = append(lines, m.st.header.Render("no AGENTS.md found"))
+		lines = append(lines, m.st.header.Render(cut("no AGENTS.md found - /init writes one", w)))
 	}
 	lines = append(lines, m.extrasLines()...)
 	for _, n := range m.opts.Notices {
@@ -282,10 +284,7 @@ func (m *Model) statusView(w int) string {
 	if !m.configured {
 		model = "no provider"
 	}
-	cost := "unpriced"
-	if usd, ok := orchestrator.Cost(s.model, s.usage); ok {
-		cost = orchestrator.FormatUSD(usd)
-	}
+	cost := spendText(s.usage)
 	sb := map[string]string{"starting": "sandbox starting", "building": "sandbox building", "ready": "sandbox ready", "failed": "sandbox failed", "host": "no sandbox"}[m.box.phase]
 	if m.box.phase == "ready" && m.cfg.Sandbox.Network == config.NetworkNone {
 		sb += ", no network"
@@ -300,13 +299,16 @@ func (m *Model) statusView(w int) string {
 	if m.now().Before(m.quitHint) {
 		right = m.st.warn.Render("ctrl-c again to quit")
 	}
-	parts := []string{model, fmt.Sprintf("%d tools", s.tools), "~" + humanTokens(s.context) + " ctx", cost}
-	for len(parts) > 1 && ansi.StringWidth(strings.Join(parts, "  ")+"  ")+ansi.StringWidth(right) > w {
-		parts = append(parts[:len(parts)-2], parts[len(parts)-1]) // the middle gives way
-		if len(parts) == 2 {
-			parts = parts[:1]
+	parts := []string{model, s.variant + "/" + s.thinking, fmt.Sprintf("%d tools", s.tools), "~" + humanTokens(s.context) + " ctx", cost}
+	// What does not fit gives way: the agent, the context, the tools,
+	// then the cost; the model stays.
+	for _, drop := range []int{1, 3, 2, 4} {
+		if ansi.StringWidth(strings.Join(slices.DeleteFunc(slices.Clone(parts), func(p string) bool { return p == "" }), "  ")+"  ")+ansi.StringWidth(right) <= w {
+			break
 		}
+		parts[drop] = ""
 	}
+	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "" })
 	return cut(m.st.status.Render(strings.Join(parts, "  ")+"  ")+right, w)
 }
 
@@ -421,4 +423,16 @@ func (m *Model) infoView(w, room int) []string {
 	shown := m.info.scroll.window(m.st, body, inner, max(room-3, 2), "pgup/pgdn, up/down scroll")
 	box := m.st.infoBox.Width(max(w-2, 10)).Render(title + "\n" + strings.Join(shown, "\n"))
 	return strings.Split(box, "\n")
+}
+
+// spendText is a session's spend: dollars, "unpriced" when no request was
+// priced, with a "+" when some were not.
+func spendText(u orchestrator.Usage) string {
+	switch {
+	case u.Unpriced && u.CostUSD == 0:
+		return "unpriced"
+	case u.Unpriced:
+		return orchestrator.FormatUSD(u.CostUSD) + "+"
+	}
+	return orchestrator.FormatUSD(u.CostUSD)
 }

@@ -17,12 +17,13 @@ type headlessPrinter struct {
 	asJSON      bool
 	enc         *json.Encoder
 	inputs      map[string]json.RawMessage
+	shown       map[string]bool // calls whose [tool] line is printed
 	sawError    bool
 	midLine     bool
 }
 
 func newHeadlessPrinter(out, errOut io.Writer, asJSON bool) *headlessPrinter {
-	return &headlessPrinter{out: out, errOut: errOut, asJSON: asJSON, enc: json.NewEncoder(out), inputs: map[string]json.RawMessage{}}
+	return &headlessPrinter{out: out, errOut: errOut, asJSON: asJSON, enc: json.NewEncoder(out), inputs: map[string]json.RawMessage{}, shown: map[string]bool{}}
 }
 
 func (p *headlessPrinter) event(e agent.Event) {
@@ -38,15 +39,15 @@ func (p *headlessPrinter) event(e agent.Event) {
 		fmt.Fprint(p.out, e.Text)
 		p.midLine = e.Text != "" && e.Text[len(e.Text)-1] != '\n'
 	case agent.EventToolCall:
-		fmt.Fprintf(p.errOut, "[tool] %s %s\n", e.Name, compactJSON(e.Input))
+		p.toolLine(e)
 	case agent.EventToolDenied:
-		if e.Reason == agent.NoApprover || e.Reason == agent.DeniedByUser {
-			fmt.Fprintf(p.errOut, "[denied] %s (run with --yolo to allow tool use in headless mode)\n", e.Name)
-		} else {
-			fmt.Fprintf(p.errOut, "[denied] %s: %s\n", e.Name, e.Reason)
-		}
+		// A denied call never ran: its [tool] line comes now. The reason
+		// of a guard's refusal was the notice before.
+		p.toolLine(e)
+		fmt.Fprintf(p.errOut, "[denied] %s (run with --yolo to allow tool use in headless mode)\n", e.Name)
 	case agent.EventToolError:
-		fmt.Fprintf(p.errOut, "[tool-error] %s: %s\n", e.Name, firstLine(e.Error))
+		p.toolLine(e) // a call that failed its check before it ran
+		fmt.Fprintf(p.errOut, "[tool-error] %s: %s\n", e.Name, e.Error)
 	case agent.EventNotice:
 		fmt.Fprintf(p.errOut, "[notice] %s\n", e.Text)
 	case agent.EventRetry:
@@ -61,6 +62,17 @@ func (p *headlessPrinter) event(e agent.Event) {
 	}
 }
 
+// toolLine prints a call's "[tool] name input" line, once per call.
+func (p *headlessPrinter) toolLine(e agent.Event) {
+	if e.ID != "" {
+		if p.shown[e.ID] {
+			return
+		}
+		p.shown[e.ID] = true
+	}
+	fmt.Fprintf(p.errOut, "[tool] %s %s\n", e.Name, compactJSON(e.Input))
+}
+
 func compactJSON(raw json.RawMessage) string {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -68,13 +80,4 @@ func compactJSON(raw json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-func firstLine(s string) string {
-	for i, r := range s {
-		if r == '\n' {
-			return s[:i] + " ..."
-		}
-	}
-	return s
 }

@@ -72,9 +72,9 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 
 // ModelFlags choose the provider and model.
 type ModelFlags struct {
-	Provider, Model, BaseURL, Thinking string
-	Yolo, NoPlugins                    bool
-	flags                              *pflag.FlagSet
+	Provider, Model, BaseURL, Thinking, Agent string
+	Yolo, NoPlugins                           bool
+	flags                                     *pflag.FlagSet
 }
 
 func (m *ModelFlags) bind(cmd *cobra.Command) {
@@ -83,7 +83,8 @@ func (m *ModelFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&m.Provider, "provider", "", "model provider: anthropic, openai or openai-compatible")
 	fl.StringVar(&m.Model, "model", "", "model id")
 	fl.StringVar(&m.BaseURL, "base-url", "", "API base URL (Ollama, vLLM, OpenRouter, a proxy)")
-	fl.StringVar(&m.Thinking, "think", "", "thinking level: off, low, medium, high, max")
+	fl.StringVar(&m.Agent, "agent", "", "agent variant: default, quick, deep, plan, review")
+	fl.StringVar(&m.Thinking, "think", "", "thinking level: off, low, medium, high, max (default: the variant's)")
 	fl.BoolVar(&m.Yolo, "yolo", false, "skip approval prompts (the guard still refuses destructive commands)")
 	fl.BoolVar(&m.NoPlugins, "no-plugins", false, "disable every plugin, the guard included")
 }
@@ -101,6 +102,7 @@ func (m *ModelFlags) overrides(o *config.Overrides) {
 	set("model", &m.Model, &o.Model)
 	set("base-url", &m.BaseURL, &o.BaseURL)
 	set("think", &m.Thinking, &o.Thinking)
+	set("agent", &m.Agent, &o.Agent)
 	if m.flags.Changed("yolo") {
 		o.Yolo = &m.Yolo
 	}
@@ -187,15 +189,9 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	sf := &SandboxFlags{}
 	opts := &RunOptions{Sandbox: sf, Model: &ModelFlags{}}
 	cmd := &cobra.Command{
-		Use:   "shiro [prompt]",
-		Short: "A terminal coding agent whose tools run in a container",
-		Long: `shiro is a terminal coding agent. A model reads, searches and edits the code
-and runs commands; every command, search and git call runs in a Docker
-container with the workspace mounted at the same path.
-
-  shiro -p "fix the failing test"     run headless (text on stdout)
-  shiro -p --json "..."               one JSON event per line
-  shiro -c -p "and now the docs"      continue this directory's last session`,
+		Use:           "shiro [prompt]",
+		Short:         "A terminal coding agent whose tools run in a container",
+		Long:          rootHelp(f.LookupEnv),
 		Version:       f.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -207,6 +203,7 @@ container with the workspace mounted at the same path.
 			return runRoot(cmd, f, opts)
 		},
 	}
+	cmd.SetVersionTemplate(versionLine(f.Version))
 	cmd.SetIn(f.In)
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.ErrOut)

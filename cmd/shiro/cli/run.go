@@ -93,35 +93,20 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if !cfg.Yolo {
 		fmt.Fprintln(f.ErrOut, "shiro: headless without --yolo: write_file, edit_file, multi_edit, bash and MCP tools will be denied.")
 	}
-	saver := store.NewSaver(st, 0, func(err error) { fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err) })
 	printer := newHeadlessPrinter(f.Out, f.ErrOut, opts.JSON)
-	var sess *orchestrator.Session
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
-	so.OnChange = func(msgs []llm.Message) {
-		r := rec
-		r.Messages = msgs
-		if sess != nil {
-			u := sess.Agent().Usage()
-			r.InputTokens, r.OutputTokens = rec.InputTokens+u.InputTokens, rec.OutputTokens+u.OutputTokens
-			r.Todos = sess.TodosJSON()
-		}
-		saver.Update(r)
-	}
-	sess, err = orchestrator.NewSession(so)
+	so.Store = st
+	so.OnSaveError = func(err error) { fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err) }
+	sess, err := orchestrator.NewSession(so)
 	if err != nil {
-		saver.Close()
 		return err
 	}
 	for _, n := range sess.Notices {
 		fmt.Fprintf(f.ErrOut, "[notice] %s\n", n)
 	}
 	sendErr := sess.Send(ctx, prompt, printer.event)
-	closeErr := sess.Close()
-	if err := saver.Close(); err != nil {
-		fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err)
-	}
-	if closeErr != nil {
-		fmt.Fprintf(f.ErrOut, "[notice] closing the sandbox: %v\n", closeErr)
+	if closeErr := sess.Close(); closeErr != nil {
+		fmt.Fprintf(f.ErrOut, "[notice] closing the session: %v\n", closeErr)
 	}
 	if printer.sawError || sendErr != nil {
 		return errSilent(1)
@@ -156,9 +141,9 @@ func (f *Factory) sessionOptions(cfg config.Config, paths config.Paths, ws strin
 		Plugins:        cfg.Plugins,
 		NoInstructions: opts.NoInstructions,
 		PruneThreshold: cfg.CompactThreshold,
+		Variant:        cfg.Agent,
 		Reasoning:      llm.Reasoning(cfg.Thinking),
-		History:        rec.Messages,
-		Todos:          rec.Todos,
+		Record:         rec,
 		DataDir:        paths.DataDir,
 		UserSkillsDir:  filepath.Join(paths.ConfigDir, "skills"),
 		NoMemory:       opts.NoMemory,

@@ -112,7 +112,8 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	}
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
 	so.Sandbox.Progress = app.Progress()
-	so.Interactive, so.Approver, so.OnChange = true, app.Approver(), app.OnChange
+	so.Interactive, so.Approver = true, app.Approver()
+	so.Store, so.OnSaveError = st, app.OnSaveError
 	so.Instructions = &instructions
 	so.OnNotice = app.Notice // MCP servers that fail to start, as they do
 	so.Asker, so.OnTodos, so.OnSubagent = app.Asker(), app.OnTodos, app.OnSubagent

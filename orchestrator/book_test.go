@@ -1,0 +1,102 @@
+package orchestrator
+
+import (
+	"context"
+	"iter"
+	"testing"
+
+	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator/store"
+)
+
+// billedModel answers every request with a text and reports usage.
+type billedModel struct {
+	id    string
+	usage llm.Usage
+}
+
+func (m billedModel) Info() llm.ModelInfo { return llm.ModelInfo{Provider: "anthropic", Model: m.id} }
+func (m billedModel) Stream(context.Context, llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		if !yield(llm.Event{Type: llm.EventText, Text: "ok"}, nil) {
+			return
+		}
+		yield(llm.Event{Type: llm.EventFinish, Message: llm.Text(llm.RoleAssistant, "ok"), Usage: m.usage}, nil)
+	}
+}
+
+func TestSessionOwnsItsRecordAndLedger(t *testing.T) {
+	st := &store.Store{Dir: t.TempDir()}
+	ws := t.TempDir()
+	model := billedModel{id: "claude-sonnet-4-5", usage: llm.Usage{InputTokens: 1000, OutputTokens: 100}}
+	rec := store.NewRecord(ws, "anthropic", model.id)
+	s, err := NewSession(SessionOptions{Workspace: ws, Model: model, Sandbox: SandboxConfig{Workspace: ws, NoSandbox: true}, Store: st, Record: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(t.Context(), "hello", func(agent.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Compact(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := llm.Usage{InputTokens: 2000, OutputTokens: 200}
+	usd, _ := Cost(model.id, want)
+	if u := s.Usage(); u.Usage != want || u.CostUSD != usd || u.Unpriced {
+		t.Errorf("usage %+v, want %+v at %v", u, want, usd)
+	}
+	id, err := s.Save()
+	if err != nil || id != rec.ID {
+		t.Fatalf("save: %q %v", id, err)
+	}
+	saved, err := st.Load(rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.InputTokens != 2000 || saved.OutputTokens != 200 || saved.CostUSD == nil || *saved.CostUSD != usd || len(saved.Messages) != 1 || saved.Title != "hello" {
+		t.Errorf("record %+v", saved)
+	}
+	list, _ := st.List(0)
+	if len(list) != 1 || list[0].MessageCount != 1 {
+		t.Errorf("listed %+v", list)
+	}
+
+	// A switch of model is recorded; its requests are priced at its price.
+	s.SetModel(billedModel{id: "made-up-model", usage: llm.Usage{InputTokens: 5, OutputTokens: 5}})
+	if err := s.Send(t.Context(), "again", func(agent.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	if u := s.Usage(); !u.Unpriced || u.CostUSD != usd || u.InputTokens != 2005 {
+		t.Errorf("after an unpriced model: %+v", u)
+	}
+
+	// Clear starts a new, empty record; the old one is complete on disk.
+	newID, err := s.Clear()
+	if err != nil || newID == rec.ID {
+		t.Fatalf("clear: %q %v", newID, err)
+	}
+	if u := s.Usage(); u != (Usage{}) || len(s.Messages()) != 0 || s.Saved().ID != newID {
+		t.Errorf("after /clear: %+v, %d messages, id %s", u, len(s.Messages()), s.Saved().ID)
+	}
+	old, _ := st.Load(rec.ID)
+	if old.Model != "made-up-model" || old.InputTokens != 2005 || old.CostUSD != nil || len(old.Messages) != 3 {
+		t.Errorf("the old record: model %s, %d in, cost %v, %d messages", old.Model, old.InputTokens, old.CostUSD, len(old.Messages))
+	}
+
+	// Resume brings the history, the task list and the totals back.
+	back, err := s.Resume(rec.ID[:8])
+	if err != nil || back.ID != rec.ID {
+		t.Fatalf("resume: %v", err)
+	}
+	if u := s.Usage(); u.InputTokens != 2005 || !u.Unpriced || len(s.Messages()) != 3 || s.Saved().ID != rec.ID {
+		t.Errorf("after /resume: %+v, %d messages", u, len(s.Messages()))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The cleared session had no messages: it left no file.
+	if _, err := st.Load(newID); err == nil {
+		t.Error("an empty session was saved")
+	}
+}
