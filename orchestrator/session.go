@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools"
 )
 
@@ -93,6 +95,9 @@ type Session struct {
 	skills       []sessiontools.Skill
 	sessionTools []agent.Tool
 	mcp          *sessionMCP // nil without MCP servers
+	// netMu guards network, the connections the sandbox made (ask mode).
+	netMu   sync.Mutex
+	network []egress.Record
 	// Notices collected while the session was assembled (unknown plugins,
 	// instruction files and skills that were refused).
 	Notices []string
@@ -108,10 +113,20 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	s := &Session{
 		ws:       opts.Workspace,
 		root:     root,
-		sandbox:  NewLazy(opts.Sandbox),
 		builtins: tools.Builtins(),
 		sets:     opts.ToolSets,
 	}
+	sc := opts.Sandbox
+	onConn := sc.OnConnection
+	sc.OnConnection = func(r egress.Record) {
+		s.netMu.Lock()
+		s.network = append(s.network, r)
+		s.netMu.Unlock()
+		if onConn != nil {
+			onConn(r)
+		}
+	}
+	s.sandbox = NewLazy(sc)
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
@@ -311,6 +326,14 @@ func (s *Session) StartSandbox(ctx context.Context) (sandbox.Info, error) {
 	return sb.Info(), nil
 }
 
+// Network returns the connections the sandbox made so far, in the order
+// they were decided or closed.
+func (s *Session) Network() []egress.Record {
+	s.netMu.Lock()
+	defer s.netMu.Unlock()
+	return slices.Clone(s.network)
+}
+
 // Workspace is the session's workspace directory.
 func (s *Session) Workspace() string { return s.ws }
 
@@ -344,6 +367,9 @@ func (a toolAdapter) Gated() bool             { return a.t.Gated() } // agent.Is
 func (a toolAdapter) Run(ctx context.Context, input json.RawMessage, output func(string)) (agent.Result, error) {
 	env := *a.env
 	env.Output = func(_ string, chunk []byte) { output(string(chunk)) }
+	if c, ok := agent.CallFrom(ctx); ok {
+		ctx = sandbox.WithCaller(ctx, sandbox.Caller{ID: c.ID, Tool: c.Name, Summary: callSummary(input)})
+	}
 	res, err := a.t.Run(ctx, &env, input)
 	out := agent.Result{Output: res.Text, IsError: res.IsError}
 	if e := res.Exit; e != nil {
@@ -360,4 +386,20 @@ func (a toolAdapter) Check(ctx context.Context, input json.RawMessage) string {
 		return ""
 	}
 	return c.Check(ctx, a.env, input)
+}
+
+// callSummary is a short form of a tool call's input for the network
+// record: its command, else its JSON, cut at 120 characters.
+func callSummary(input json.RawMessage) string {
+	var in struct {
+		Command string `json:"command"`
+	}
+	s := string(input)
+	if json.Unmarshal(input, &in) == nil && in.Command != "" {
+		s = in.Command
+	}
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "..."
+	}
+	return s
 }

@@ -88,7 +88,7 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 		Memory:      opts.Memory,
 		CPUs:        opts.CPUs,
 		Pids:        opts.Pids,
-		Network:     opts.Network,
+		Network:     networkMode(opts.Network),
 		IdleTimeout: opts.IdleTimeout,
 		UID:         opts.UID,
 		GID:         opts.GID,

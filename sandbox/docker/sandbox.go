@@ -30,6 +30,7 @@ type Sandbox struct {
 	mu     sync.Mutex
 	c      ctr
 	ch     *channel
+	tun    *tunnel // the egress tunnel of ch, in ask mode
 	seq    int
 	closed bool
 	// pending holds what the background sweep did, for the next Run's
@@ -138,6 +139,15 @@ func (s *Sandbox) connect(ctx context.Context) error {
 		return err
 	}
 	s.c, s.ch = c, ch
+	if s.opts.Network == NetworkAsk && s.opts.Egress != nil {
+		tun, err := s.e.openTunnel(ctx, c, s.helper, s.opts, s.logs)
+		if err != nil {
+			_ = ch.close()
+			s.ch = nil
+			return err
+		}
+		s.tun = tun
+	}
 	if err := s.git.connected(ctx, clientRunner{ch.client}, s.helper.helperPath()); err != nil {
 		_ = ch.close()
 		s.ch = nil
@@ -163,10 +173,34 @@ func (s *Sandbox) channel(ctx context.Context) (*channel, error) {
 		_ = s.ch.close()
 		s.ch = nil
 	}
+	s.closeTunnel()
 	if err := s.connect(ctx); err != nil {
 		return nil, err
 	}
 	return s.ch, nil
+}
+
+// closeTunnel ends the egress tunnel, if any. Callers hold s.mu.
+func (s *Sandbox) closeTunnel() {
+	if s.tun != nil {
+		s.tun.close()
+		s.tun = nil
+	}
+}
+
+// egressEnv is the proxy environment of a command in ask mode, with a
+// token naming the tool call ctx carries; release forgets the token once
+// the command is done. Nil without a tunnel.
+func (s *Sandbox) egressEnv(ctx context.Context) (env []string, release func()) {
+	s.mu.Lock()
+	tun, id := s.tun, s.c.id
+	s.mu.Unlock()
+	if tun == nil {
+		return nil, nil
+	}
+	caller, _ := sandbox.CallerFrom(ctx)
+	token, release := s.opts.Egress.Register(caller)
+	return proxyEnv(tun.t.Port, token, containerHostname(id)), release
 }
 
 // clientRunner runs a command on a channel without the git boundary's
@@ -200,6 +234,10 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result,
 		return sandbox.Result{}, err
 	}
 	notices := append(s.takePending(), s.git.before(ctx, ch.client)...)
+	if env, release := s.egressEnv(ctx); env != nil {
+		defer release()
+		cmd.Env = append(env, cmd.Env...)
+	}
 	res, err := ch.client.Run(ctx, cmd)
 	if errors.Is(err, helper.ErrKillTimeout) {
 		// The helper did not confirm the kill in time: kill the session's
@@ -319,6 +357,7 @@ func (s *Sandbox) Close() error {
 		err = s.ch.close()
 		s.ch = nil
 	}
+	s.closeTunnel()
 	c := s.c
 	s.mu.Unlock()
 

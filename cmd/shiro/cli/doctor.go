@@ -104,12 +104,12 @@ func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, _, err := f.loadConfig(ws, opts.Sandbox, nil)
+	cfg, paths, err := f.loadConfig(ws, opts.Sandbox, nil)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
 	d := &doctor{out: f.Out}
-	sc := f.sandboxConfig(cfg, ws, opts.Sandbox)
+	sc := f.sandboxConfig(cfg, paths, ws, opts.Sandbox)
 	if sc.NoSandbox {
 		d.ok("sandbox", "off (--no-sandbox): commands run on this machine without isolation; the engine is not needed")
 	} else {

@@ -23,6 +23,8 @@ type SandboxFlags struct {
 	Pids      int64
 	Network   string
 	Idle      time.Duration
+	// AllowHosts are --allow-host patterns.
+	AllowHosts []string
 
 	flags *pflag.FlagSet
 }
@@ -37,7 +39,8 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&s.Memory, "memory", "", "sandbox memory limit, e.g. 4g or 512m (default 4g)")
 	fl.Float64Var(&s.CPUs, "cpus", 0, "sandbox CPU limit (default 2)")
 	fl.Int64Var(&s.Pids, "pids", 0, "sandbox process limit (default 1024)")
-	fl.StringVar(&s.Network, "network", "", "sandbox network: bridge (default) or none")
+	fl.StringVar(&s.Network, "network", "", "sandbox network: ask (default: every host through shiro's proxy, by your rules), open or none")
+	fl.StringArrayVar(&s.AllowHosts, "allow-host", nil, "let the sandbox reach a host in ask mode: example.com, *.example.com or host:port; repeatable")
 	fl.DurationVar(&s.Idle, "idle-timeout", 0, "stop the sandbox container after this long with nothing running (default 30m)")
 	_ = fl.MarkHidden("idle-timeout")
 }
@@ -64,6 +67,7 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 		o.Network = &s.Network
 	}
 	o.Env = s.Env
+	o.AllowHosts = s.AllowHosts
 }
 
 // ModelFlags choose the provider and model.
@@ -134,7 +138,7 @@ func (f *Factory) loadConfig(ws string, sf *SandboxFlags, mf *ModelFlags) (confi
 }
 
 // sandboxConfig turns the resolved configuration into the sandbox's.
-func (f *Factory) sandboxConfig(cfg config.Config, ws string, sf *SandboxFlags) orchestrator.SandboxConfig {
+func (f *Factory) sandboxConfig(cfg config.Config, paths config.Paths, ws string, sf *SandboxFlags) orchestrator.SandboxConfig {
 	sc := orchestrator.SandboxConfig{
 		Workspace: ws,
 		NoSandbox: cfg.Sandbox.NoSandbox,
@@ -144,6 +148,8 @@ func (f *Factory) sandboxConfig(cfg config.Config, ws string, sf *SandboxFlags) 
 		CPUs:      cfg.Sandbox.CPUs,
 		Pids:      cfg.Sandbox.Pids,
 		Network:   cfg.Sandbox.Network,
+		HostRules: cfg.Network,
+		DataDir:   paths.DataDir,
 		Version:   f.Version,
 		Progress:  f.ErrOut,
 		LookupEnv: f.LookupEnv,

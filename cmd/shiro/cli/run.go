@@ -150,7 +150,7 @@ func (f *Factory) sessionOptions(cfg config.Config, paths config.Paths, ws strin
 	so := orchestrator.SessionOptions{
 		Workspace:      ws,
 		Model:          model,
-		Sandbox:        f.sandboxConfig(cfg, ws, opts.Sandbox),
+		Sandbox:        f.sandboxConfig(cfg, paths, ws, opts.Sandbox),
 		ToolSets:       sets,
 		Yolo:           cfg.Yolo,
 		Plugins:        cfg.Plugins,
