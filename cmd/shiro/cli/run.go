@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/moby/term"
@@ -97,10 +98,12 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	printer := newHeadlessPrinter(f.Out, f.ErrOut, opts.JSON)
 	var sess *orchestrator.Session
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
+	so.Sandbox.OnConnection = printer.network
 	so.OnChange = func(msgs []llm.Message) {
 		r := rec
 		r.Messages = msgs
 		if sess != nil {
+			r.Network = append(slices.Clip(rec.Network), sess.Network()...)
 			u := sess.Agent().Usage()
 			r.InputTokens, r.OutputTokens = rec.InputTokens+u.InputTokens, rec.OutputTokens+u.OutputTokens
 			r.Todos = sess.TodosJSON()
@@ -117,6 +120,16 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	}
 	sendErr := sess.Send(ctx, prompt, printer.event)
 	closeErr := sess.Close()
+	if net := sess.Network(); len(net) > 0 {
+		// Connections that closed after the last change of the history.
+		r := rec
+		r.Messages = sess.Agent().Messages()
+		u := sess.Agent().Usage()
+		r.InputTokens, r.OutputTokens = rec.InputTokens+u.InputTokens, rec.OutputTokens+u.OutputTokens
+		r.Todos = sess.TodosJSON()
+		r.Network = append(slices.Clip(rec.Network), net...)
+		saver.Update(r)
+	}
 	if err := saver.Close(); err != nil {
 		fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err)
 	}
