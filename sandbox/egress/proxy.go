@@ -79,6 +79,8 @@ type Config struct {
 	OnRecord func(Record)
 	// Resolve looks a name up; default net.DefaultResolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// AskTimeout bounds the wait for an answer; default AskTimeout.
+	AskTimeout time.Duration
 	// HowToAllow ends the refusal message; default names --allow-host and
 	// network.allow.
 	HowToAllow func(hostport string) string
@@ -89,6 +91,9 @@ type Config struct {
 type Proxy struct {
 	cfg Config
 	gp  *goproxy.ProxyHttpServer
+
+	// dialTCP connects to a checked address (tests redirect it).
+	dialTCP func(ctx context.Context, addr string) (net.Conn, error)
 
 	mu      sync.Mutex
 	policy  Policy
@@ -109,10 +114,17 @@ func (e *PolicyError) Error() string {
 // New makes a proxy.
 func New(cfg Config) *Proxy {
 	p := &Proxy{cfg: cfg, policy: cfg.Policy, callers: map[string]sandbox.Caller{}}
+	p.dialTCP = func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
 	if p.cfg.Resolve == nil {
 		p.cfg.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		}
+	}
+	if p.cfg.AskTimeout == 0 {
+		p.cfg.AskTimeout = AskTimeout
 	}
 	if p.cfg.HowToAllow == nil {
 		p.cfg.HowToAllow = func(hp string) string {
@@ -250,7 +262,7 @@ func (p *Proxy) dial(ctx context.Context, c sandbox.Caller, hostport string) (ne
 		if p.cfg.Ask == nil {
 			return deny("no rule allows it and nobody can be asked")
 		}
-		actx, cancel := context.WithTimeout(ctx, AskTimeout)
+		actx, cancel := context.WithTimeout(ctx, p.cfg.AskTimeout)
 		ans := p.cfg.Ask(actx, Request{Host: host, Port: port, Addr: d.Addr, Caller: c})
 		timedOut := actx.Err() != nil && ctx.Err() == nil
 		cancel()
@@ -265,17 +277,16 @@ func (p *Proxy) dial(ctx context.Context, c sandbox.Caller, hostport string) (ne
 			return deny("always denied for this project")
 		default:
 			if timedOut {
-				return deny("no answer within 2 minutes")
+				return deny(fmt.Sprintf("no answer within %s", p.cfg.AskTimeout))
 			}
 			return deny("denied when asked")
 		}
 	}
 	rec.Decision = DecisionAllow
 	rec.Rule = d.Rule
-	var dl net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := dl.DialContext(dctx, "tcp", netip.AddrPortFrom(d.Addr, uint16(port)).String())
+	conn, err := p.dialTCP(dctx, netip.AddrPortFrom(d.Addr, uint16(port)).String())
 	if err != nil {
 		rec.Error = err.Error()
 		p.record(rec)
