@@ -55,7 +55,6 @@ func startHostServer(t *testing.T, ip netip.Addr, tlsToo bool) *hostServer {
 	return s
 }
 
-
 // TestNetworkAskHasNoRouteOfItsOwn runs, as a normal user, commands that
 // ignore the proxy variables and connect to the host's bridge address
 // directly: in ask mode (the default) the container has no network
@@ -135,8 +134,8 @@ func TestNetworkAskHeadless(t *testing.T) {
 	var result string
 	type netEvent struct {
 		Type, Host, Decision, Rule, CallID, Tool, Command, Addr string
-		Port                                                   int
-		Sent, Received                                         int64
+		Port                                                    int
+		Sent, Received                                          int64
 	}
 	var events []netEvent
 	sc := bufio.NewScanner(strings.NewReader(res.stdout))

@@ -15,6 +15,7 @@ import (
 func main() {
 	ctx := context.Background()
 	r := &report{}
+	only := os.Getenv("BENCH_ONLY") // one section by name, e.g. BENCH_ONLY=network
 	for _, b := range []struct {
 		name string
 		run  func(context.Context, *report) error
@@ -25,7 +26,11 @@ func main() {
 		{"tui", tuiBench},
 		{"loop", loopBench},
 		{"mcp", mcpBench},
+		{"network", networkBench},
 	} {
+		if only != "" && b.name != only {
+			continue
+		}
 		if err := b.run(ctx, r); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", b.name, err)
 			os.Exit(1)
