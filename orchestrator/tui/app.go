@@ -22,6 +22,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
 
@@ -251,6 +252,11 @@ func (a *App) Run(ctx context.Context, sess Session) (Result, error) {
 	if t, ok := sess.(interface{ TodosJSON() json.RawMessage }); ok {
 		a.rec.mu.Lock()
 		a.rec.todos = t.TodosJSON
+		a.rec.mu.Unlock()
+	}
+	if n, ok := sess.(interface{ Network() []egress.Record }); ok {
+		a.rec.mu.Lock()
+		a.rec.network = n.Network
 		a.rec.mu.Unlock()
 	}
 

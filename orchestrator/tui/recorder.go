@@ -7,6 +7,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
 // recorder saves the session as its history changes, like headless mode,
@@ -15,13 +16,15 @@ import (
 type recorder struct {
 	saver *store.Saver
 
-	mu     sync.Mutex
-	agent  *agent.Agent
-	todos  func() json.RawMessage // the session's task list, saved with the history
-	rec    store.Record           // the current record, without messages
-	offset llm.Usage              // the agent's usage when this record became current
-	count  int
-	title  string
+	mu    sync.Mutex
+	agent *agent.Agent
+	todos func() json.RawMessage // the session's task list, saved with the history
+	// network lists the session's connections, saved with the history.
+	network func() []egress.Record
+	rec     store.Record // the current record, without messages
+	offset  llm.Usage    // the agent's usage when this record became current
+	count   int
+	title   string
 }
 
 func newRecorder(st *store.Store, rec store.Record, onError func(error)) *recorder {
@@ -57,6 +60,9 @@ func (r *recorder) change(msgs []llm.Message) {
 	rec.Title = store.Title(msgs)
 	if r.todos != nil {
 		rec.Todos = r.todos()
+	}
+	if r.network != nil {
+		rec.Network = append(rec.Network[:len(rec.Network):len(rec.Network)], r.network()...)
 	}
 	r.count, r.title = len(msgs), rec.Title
 	r.mu.Unlock()
