@@ -1,10 +1,14 @@
 package docker
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -46,33 +50,71 @@ type Egress interface {
 	Register(c sandbox.Caller) (token string, release func())
 }
 
+// egressMount is where a local engine's container sees the directory of
+// its sessions' proxy sockets.
+const egressMount = "/.shiro/egress"
+
+// egressDir is the host directory of the workspace's proxy sockets, bind-
+// mounted read-only at egressMount: a Unix socket carries a connection at
+// the kernel's speed where the exec's streams go through the engine. Only
+// a local engine (a unix:// host) can mount it; "" otherwise, and the
+// exec carries the connections.
+func (e *Engine) egressDir(opts Options, wsID string) string {
+	if opts.Network != NetworkAsk || opts.Egress == nil || e.stateDir == "" || !strings.HasPrefix(e.host, "unix://") {
+		return ""
+	}
+	return filepath.Join(e.stateDir, "egress", workspaceVolumeKey(opts.Workspace, wsID))
+}
+
 // tunnel is one session's forward exec and the proxy served on it.
 type tunnel struct {
 	t      *helper.Tunnel
 	conn   client.HijackedResponse
 	demux  chan struct{} // closed when the exec's output ends
 	served chan struct{} // closed when Egress.Serve returns
+	// sock is the session's Unix socket (local engines), removed on close.
+	sock     net.Listener
+	sockPath string
 }
 
 // openTunnel starts `helper forward` in the container and serves eg on the
-// streams it carries.
-func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Options, stderr io.Writer) (*tunnel, error) {
+// streams it carries, or on a Unix socket in dir when dir is set.
+func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Options, stderr io.Writer, dir, session string) (*tunnel, error) {
+	argv := []string{h.helperPath(), "helper", "forward"}
+	var sock net.Listener
+	var sockPath string
+	if dir != "" {
+		name := "s-" + session + ".sock"
+		sockPath = filepath.Join(dir, name)
+		_ = os.Remove(sockPath)
+		if l, err := net.Listen("unix", sockPath); err == nil {
+			sock = l
+			argv = append(argv, "--socket", path.Join(egressMount, name))
+		}
+		// A path too long for a socket: the exec carries the connections.
+	}
 	ex, err := e.ctr.ExecCreate(ctx, c.id, client.ExecCreateOptions{
 		User:         strconv.Itoa(opts.UID) + ":" + strconv.Itoa(opts.GID),
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
-		Cmd:          []string{h.helperPath(), "helper", "forward"},
+		Cmd:          argv,
 	})
+	if err == nil && sock != nil {
+		// The forwarder runs as the command user, the socket's owner.
+		err = os.Chmod(sockPath, 0o600)
+	}
 	if err != nil {
+		closeSock(sock, sockPath)
 		return nil, fmt.Errorf("start the network forwarder in %s: %w", c.name, err)
 	}
 	att, err := e.ctr.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
+		closeSock(sock, sockPath)
 		return nil, fmt.Errorf("attach the network forwarder in %s: %w", c.name, err)
 	}
 	pr, pw := io.Pipe()
-	tu := &tunnel{conn: att.HijackedResponse, demux: make(chan struct{}), served: make(chan struct{})}
+	tu := &tunnel{conn: att.HijackedResponse, demux: make(chan struct{}), served: make(chan struct{}), sock: sock, sockPath: sockPath}
 	go func() {
 		defer close(tu.demux)
 		_, err := stdcopy.StdCopy(pw, stderr, att.Reader)
@@ -81,13 +123,23 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 		}
 		pw.CloseWithError(err)
 	}()
-	t, err := helper.AcceptTunnel(pr, att.Conn, func() error {
+	closeIO := func() error {
 		_ = tu.conn.CloseWrite()
 		return nil
-	})
+	}
+	var t *helper.Tunnel
+	if sock != nil {
+		var port int
+		port, err = helper.ReadForwardPort(bufio.NewReader(pr))
+		t = &helper.Tunnel{Listener: sock, Port: port}
+		go func() { _, _ = io.Copy(io.Discard, pr) }() // until the exec ends
+	} else {
+		t, err = helper.AcceptTunnel(pr, att.Conn, closeIO)
+	}
 	if err != nil {
 		att.Close()
 		<-tu.demux
+		closeSock(sock, sockPath)
 		return nil, fmt.Errorf("network forwarder in %s: %w", c.name, err)
 	}
 	tu.t = t
@@ -98,9 +150,20 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 	return tu, nil
 }
 
+func closeSock(l net.Listener, p string) {
+	if l != nil {
+		l.Close()
+		_ = os.Remove(p)
+	}
+}
+
 // close ends the tunnel's session (every connection on it) and the exec.
 func (tu *tunnel) close() {
 	_ = tu.t.Close()
+	if tu.sock != nil {
+		_ = os.Remove(tu.sockPath)
+		_ = tu.conn.CloseWrite() // the forwarder stops at EOF
+	}
 	select {
 	case <-tu.demux:
 	case <-time.After(3 * time.Second):

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -70,6 +71,12 @@ func (e *Engine) Open(ctx context.Context, opts Options) (*Sandbox, error) {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	s := &Sandbox{e: e, opts: opts, helper: h, base: hex.EncodeToString(id[:]), logs: io.Discard, wsID: wsID, git: git}
+	if d := e.egressDir(opts, wsID); d != "" {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			git.close()
+			return nil, fmt.Errorf("make the sandbox's proxy socket directory: %w", err)
+		}
+	}
 	e.sweep(ctx)
 	s.mu.Lock()
 	err = s.connect(ctx)
@@ -140,7 +147,7 @@ func (s *Sandbox) connect(ctx context.Context) error {
 	}
 	s.c, s.ch = c, ch
 	if s.opts.Network == NetworkAsk && s.opts.Egress != nil {
-		tun, err := s.e.openTunnel(ctx, c, s.helper, s.opts, s.logs)
+		tun, err := s.e.openTunnel(ctx, c, s.helper, s.opts, s.logs, s.e.egressDir(s.opts, s.wsID), s.session())
 		if err != nil {
 			_ = ch.close()
 			s.ch = nil

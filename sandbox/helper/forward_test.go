@@ -21,7 +21,7 @@ func TestForwardCarriesConnectionsToTheHost(t *testing.T) {
 	ctrToHost, ctrW := io.Pipe()  // its stdout
 	done := make(chan error, 1)
 	go func() {
-		done <- Forward(context.Background(), hostToCtr, ctrW)
+		done <- Forward(context.Background(), hostToCtr, ctrW, "")
 		ctrW.Close()
 	}()
 	tun, err := AcceptTunnel(ctrToHost, hostW, func() error { return hostW.Close() })
