@@ -46,8 +46,9 @@ type Egress interface {
 	// Serve answers proxy requests on l until l is closed.
 	Serve(l net.Listener) error
 	// Register names the tool call of a command: its proxy URL carries the
-	// token, release forgets it.
-	Register(c sandbox.Caller) (token string, release func())
+	// token; release forgets it and returns the refusals the command's
+	// connections met, as notices for its result.
+	Register(c sandbox.Caller) (token string, release func() []string)
 }
 
 // egressMount is where a local engine's container sees the directory of

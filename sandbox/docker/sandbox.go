@@ -198,7 +198,7 @@ func (s *Sandbox) closeTunnel() {
 // egressEnv is the proxy environment of a command in ask mode, with a
 // token naming the tool call ctx carries; release forgets the token once
 // the command is done. Nil without a tunnel.
-func (s *Sandbox) egressEnv(ctx context.Context) (env []string, release func()) {
+func (s *Sandbox) egressEnv(ctx context.Context) (env []string, release func() []string) {
 	s.mu.Lock()
 	tun, id := s.tun, s.c.id
 	s.mu.Unlock()
@@ -232,7 +232,7 @@ func (s *Sandbox) rawRunner() gitshadow.Runner {
 // brings the host's git changes into the sandbox, and afterwards moves
 // repositories the command made out of the host's reach and imports its
 // git changes; what it did is in Result.Notices.
-func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (res sandbox.Result, err error) {
 	if err := cmd.Validate(); err != nil {
 		return sandbox.Result{}, err
 	}
@@ -242,10 +242,10 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result,
 	}
 	notices := append(s.takePending(), s.git.before(ctx, ch.client)...)
 	if env, release := s.egressEnv(ctx); env != nil {
-		defer release()
 		cmd.Env = append(env, cmd.Env...)
+		defer func() { res.Notices = append(res.Notices, release()...) }()
 	}
-	res, err := ch.client.Run(ctx, cmd)
+	res, err = ch.client.Run(ctx, cmd)
 	if errors.Is(err, helper.ErrKillTimeout) {
 		// The helper did not confirm the kill in time: kill the session's
 		// processes through a fresh exec, and drop the channel.

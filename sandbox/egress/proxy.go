@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,7 +98,14 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	policy  Policy
-	callers map[string]sandbox.Caller
+	callers map[string]*registered
+}
+
+// registered is a command's token: its tool call and the refusals its
+// connections met.
+type registered struct {
+	caller  sandbox.Caller
+	refused []string
 }
 
 // PolicyError is a connection the policy refused.
@@ -113,7 +121,7 @@ func (e *PolicyError) Error() string {
 
 // New makes a proxy.
 func New(cfg Config) *Proxy {
-	p := &Proxy{cfg: cfg, policy: cfg.Policy, callers: map[string]sandbox.Caller{}}
+	p := &Proxy{cfg: cfg, policy: cfg.Policy, callers: map[string]*registered{}}
 	p.dialTCP = func(ctx context.Context, addr string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
@@ -141,15 +149,15 @@ func New(cfg Config) *Proxy {
 	}
 	gp.ConnectDial = nil
 	gp.ConnectDialWithReq = func(req *http.Request, _, addr string) (net.Conn, error) {
-		return p.dial(req.Context(), p.caller(req), addr)
+		return p.dial(req.Context(), tokenOf(req), addr)
 	}
 	gp.ConnectionErrHandler = func(w io.Writer, _ *goproxy.ProxyCtx, err error) {
 		writeError(w, err)
 	}
 	gp.OnRequest().DoFunc(func(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-		c := p.caller(r)
+		token := tokenOf(r)
 		r.Header.Del("Proxy-Authorization")
-		return r.WithContext(sandbox.WithCaller(r.Context(), c)), nil
+		return r.WithContext(context.WithValue(r.Context(), tokenKey{}, token)), nil
 	})
 	gp.OnResponse().DoFunc(func(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 		var pe *PolicyError
@@ -172,36 +180,61 @@ func (p *Proxy) Serve(l net.Listener) error {
 
 // Register gives c a token to put in a command's proxy URL (as its
 // password), so the connections the command makes name its tool call;
-// release forgets it.
-func (p *Proxy) Register(c sandbox.Caller) (token string, release func()) {
+// release forgets it and returns the refusals its connections met (each
+// once), for the command's result: an HTTPS client shows only the 403.
+func (p *Proxy) Register(c sandbox.Caller) (token string, release func() []string) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	token = hex.EncodeToString(b[:])
+	reg := &registered{caller: c}
 	p.mu.Lock()
-	p.callers[token] = c
+	p.callers[token] = reg
 	p.mu.Unlock()
-	return token, func() {
+	return token, func() []string {
 		p.mu.Lock()
+		defer p.mu.Unlock()
 		delete(p.callers, token)
-		p.mu.Unlock()
+		return slices.Compact(reg.refused)
+	}
+}
+
+// refused notes a refusal for the command whose token r carries.
+func (p *Proxy) refused(token, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if reg := p.callers[token]; reg != nil && !slices.Contains(reg.refused, msg) {
+		reg.refused = append(reg.refused, msg)
 	}
 }
 
 // caller finds the tool call a request's Proxy-Authorization names.
 func (p *Proxy) caller(r *http.Request) sandbox.Caller {
-	auth := r.Header.Get("Proxy-Authorization")
-	scheme, cred, ok := strings.Cut(auth, " ")
-	if !ok || !strings.EqualFold(scheme, "basic") {
+	reg := p.lookup(tokenOf(r))
+	if reg == nil {
 		return sandbox.Caller{}
 	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
-	if err != nil {
-		return sandbox.Caller{}
-	}
-	_, token, _ := strings.Cut(string(raw), ":")
+	return reg.caller
+}
+
+func (p *Proxy) lookup(token string) *registered {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.callers[token]
+}
+
+// tokenOf is the password of a request's Proxy-Authorization.
+func tokenOf(r *http.Request) string {
+	auth := r.Header.Get("Proxy-Authorization")
+	scheme, cred, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "basic") {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return ""
+	}
+	_, token, _ := strings.Cut(string(raw), ":")
+	return token
 }
 
 // Policy returns the rules in force (the configured ones and the answers
@@ -212,13 +245,21 @@ func (p *Proxy) Policy() Policy {
 	return p.policy
 }
 
+// tokenKey carries a plain request's token to the transport's dial.
+type tokenKey struct{}
+
 func (p *Proxy) dialHTTP(ctx context.Context, _, addr string) (net.Conn, error) {
-	c, _ := sandbox.CallerFrom(ctx)
-	return p.dial(ctx, c, addr)
+	token, _ := ctx.Value(tokenKey{}).(string)
+	return p.dial(ctx, token, addr)
 }
 
-// dial decides host:port and connects to the checked address.
-func (p *Proxy) dial(ctx context.Context, c sandbox.Caller, hostport string) (net.Conn, error) {
+// dial decides host:port for the command whose token it is and connects
+// to the checked address.
+func (p *Proxy) dial(ctx context.Context, token, hostport string) (net.Conn, error) {
+	var c sandbox.Caller
+	if reg := p.lookup(token); reg != nil {
+		c = reg.caller
+	}
 	host, ps, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host, ps = hostport, "80"
@@ -235,6 +276,7 @@ func (p *Proxy) dial(ctx context.Context, c sandbox.Caller, hostport string) (ne
 		pe := &PolicyError{HostPort: hp, Rule: rule, How: p.cfg.HowToAllow(hp)}
 		rec.Error = pe.Error()
 		p.record(rec)
+		p.refused(token, pe.Error())
 		return nil, pe
 	}
 	var addrs []netip.Addr

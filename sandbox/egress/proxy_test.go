@@ -63,13 +63,19 @@ func newHarness(t *testing.T, cfg Config) *harness {
 
 // client goes through the proxy with the token of caller.
 func (h *harness) client(t *testing.T, caller sandbox.Caller) *http.Client {
+	c, release := h.clientAndRelease(t, caller)
+	t.Cleanup(func() { release() })
+	return c
+}
+
+// clientAndRelease also returns the token's release (the refusals).
+func (h *harness) clientAndRelease(t *testing.T, caller sandbox.Caller) (*http.Client, func() []string) {
 	token, release := h.p.Register(caller)
-	t.Cleanup(release)
 	u, _ := url.Parse(h.url)
 	u.User = url.UserPassword("shiro", token)
 	tr := &http.Transport{Proxy: http.ProxyURL(u), DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the test server's own certificate
 	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}, release
 }
 
 func (h *harness) wait(t *testing.T, n int) []Record {
@@ -114,7 +120,7 @@ func TestProxyDecidesAndRecords(t *testing.T) {
 	thp, _ := hostport(t, tlsBackend.URL)
 	h := newHarness(t, Config{Policy: Policy{Allow: []Rule{{Pattern: hp, Source: "--allow-host"}, {Pattern: thp, Source: "--allow-host"}}}})
 	caller := sandbox.Caller{ID: "call_1", Tool: "bash", Summary: "curl"}
-	c := h.client(t, caller)
+	c, release := h.clientAndRelease(t, caller)
 
 	t.Run("an allowed plain request passes", func(t *testing.T) {
 		resp, err := c.Get(backend.URL)
@@ -181,6 +187,11 @@ func TestProxyDecidesAndRecords(t *testing.T) {
 	}
 	if allowed != 2 || denied != 2 {
 		t.Errorf("%d allowed, %d denied: %+v", allowed, denied, recs)
+	}
+	// The command learns each refusal once, HTTPS ones included.
+	refused := release()
+	if len(refused) != 1 || !strings.HasPrefix(refused[0], "shiro's network policy refused "+other.Addr().String()) {
+		t.Errorf("refusals for the command: %q", refused)
 	}
 }
 
