@@ -52,6 +52,8 @@ var sdkHomes = map[string][]string{
 	"github.com/go-git/go-git":               {"tools/gitrepo"},
 	"github.com/spf13/cobra":                 {"cmd/shiro/cli"},
 	"mvdan.cc/sh":                            {"agent/shellcmd"},
+	"github.com/elazarl/goproxy":             {"sandbox/egress"},
+	"github.com/hashicorp/yamux":             {"sandbox/helper"},
 }
 
 // forbidden lists, per package prefix, the project packages it may not import

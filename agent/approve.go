@@ -178,7 +178,7 @@ func (a *Agent) runCall(ctx context.Context, tools map[string]Tool, call llm.Par
 	}
 	emit(Event{Type: EventToolCall, ID: call.CallID, Name: call.Name, Input: input})
 
-	callCtx, cancel := context.WithCancelCause(ctx)
+	callCtx, cancel := context.WithCancelCause(context.WithValue(ctx, callKey{}, CallInfo{ID: call.CallID, Name: call.Name}))
 	a.mu.Lock()
 	a.running[call.CallID], a.names[call.CallID] = cancel, call.Name
 	a.mu.Unlock()

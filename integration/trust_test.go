@@ -146,7 +146,7 @@ func TestTrustHeadless(t *testing.T) {
 			if len(builtFrom(t, h.api, source)) != 1 {
 				t.Errorf("the trusted image was not built:\n%s", res.stderr)
 			}
-			mustContain(t, "build progress", res.stderr, "build limits: network bridge")
+			mustContain(t, "build progress", res.stderr, "build limits: network none")
 
 			// Remembered, then the server's command changes: asked again.
 			if res = h.shiro(ws, nil, "trust"); res.code != 0 {

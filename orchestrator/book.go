@@ -3,10 +3,12 @@ package orchestrator
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
 // Usage is what a session has spent: the tokens of every request it made
@@ -27,15 +29,19 @@ type book struct {
 	st      *store.Store // nil: nothing is saved
 	onError func(error)
 	todos   func() json.RawMessage // the task list, saved with the history
+	network func() []egress.Record // this session's connections (ask mode)
 
-	mu    sync.Mutex
-	rec   store.Record // the current record, its Messages the history last saved
-	saver *store.Saver
-	usage Usage
+	mu  sync.Mutex
+	rec store.Record // the current record, its Messages the history last saved
+	// priorNetwork are the connections the record held when it became
+	// current (a resumed session's); this session's follow them.
+	priorNetwork []egress.Record
+	saver        *store.Saver
+	usage        Usage
 }
 
-func newBook(st *store.Store, rec store.Record, onError func(error), todos func() json.RawMessage) *book {
-	b := &book{st: st, onError: onError, todos: todos}
+func newBook(st *store.Store, rec store.Record, onError func(error), todos func() json.RawMessage, network func() []egress.Record) *book {
+	b := &book{st: st, onError: onError, todos: todos, network: network}
 	b.switchTo(rec)
 	return b
 }
@@ -57,6 +63,7 @@ func (b *book) switchTo(rec store.Record) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.rec = rec
+	b.priorNetwork = rec.Network
 	b.usage = Usage{Usage: llm.Usage{InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens}}
 	if rec.CostUSD != nil {
 		b.usage.CostUSD = *rec.CostUSD
@@ -94,6 +101,11 @@ func (b *book) save(msgs []llm.Message, set bool) {
 	}
 	if b.todos != nil {
 		b.rec.Todos = b.todos()
+	}
+	if b.network != nil {
+		if net := b.network(); len(net) > 0 {
+			b.rec.Network = append(slices.Clip(b.priorNetwork), net...)
+		}
 	}
 	rec := b.current()
 	saver := b.saver

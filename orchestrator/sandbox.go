@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
+	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/sandbox/local"
 )
 
@@ -32,8 +34,18 @@ type SandboxConfig struct {
 	Memory int64
 	CPUs   float64
 	Pids   int64
-	// Network is "bridge" (default) or "none".
+	// Network is "ask" (default), "open" ("bridge") or "none".
 	Network string
+	// HostRules are the egress proxy's allow and deny rules (ask mode).
+	HostRules config.NetworkRules
+	// AskHost asks the user about a connection no rule decides; nil
+	// denies it (headless).
+	AskHost AskHostFunc
+	// OnConnection receives the record of every connection in ask mode.
+	OnConnection func(egress.Record)
+	// DataDir keeps this project's "always" answers ("" keeps them for the
+	// process only).
+	DataDir string
 	// Idle stops the container after this long with nothing running.
 	Idle time.Duration
 	// Version is shiro's version, recorded on the container.
@@ -156,7 +168,16 @@ func OpenDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig,
 
 // openDockerImage is OpenDockerImage with cfg.Env already resolved.
 func openDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig, img docker.ResolvedImage, env []string) (*docker.Sandbox, error) {
+	var eg docker.Egress
+	if cfg.Network == "" || cfg.Network == docker.NetworkAsk {
+		p, err := newEgress(cfg)
+		if err != nil {
+			return nil, err
+		}
+		eg = p
+	}
 	return eng.Open(ctx, docker.Options{
+		Egress:      eg,
 		Workspace:   cfg.Workspace,
 		Image:       img.Ref,
 		Env:         mergeEnv(img.Env, env),

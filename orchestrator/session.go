@@ -16,6 +16,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools"
 )
 
@@ -113,6 +114,9 @@ type Session struct {
 	// session's own cap (a variant's replaces it).
 	variant  agent.Variant
 	maxSteps int
+	// netMu guards network, the connections the sandbox made (ask mode).
+	netMu   sync.Mutex
+	network []egress.Record
 	// Notices collected while the session was assembled (unknown plugins,
 	// instruction files and skills that were refused).
 	Notices []string
@@ -133,12 +137,25 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	s := &Session{
 		ws:       opts.Workspace,
 		root:     root,
-		sandbox:  NewLazy(opts.Sandbox),
 		builtins: tools.Builtins(),
 		sets:     opts.ToolSets,
 		variant:  variant,
 		maxSteps: opts.MaxSteps,
 	}
+	sc := opts.Sandbox
+	onConn := sc.OnConnection
+	sc.OnConnection = func(r egress.Record) {
+		s.netMu.Lock()
+		s.network = append(s.network, r)
+		s.netMu.Unlock()
+		if s.book != nil {
+			s.book.save(nil, false)
+		}
+		if onConn != nil {
+			onConn(r)
+		}
+	}
+	s.sandbox = NewLazy(sc)
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
@@ -166,7 +183,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		opts.Todos = opts.Record.Todos
 	}
 	s.addSessionTools(opts)
-	s.book = newBook(opts.Store, opts.Record, opts.OnSaveError, s.todos.JSON)
+	s.book = newBook(opts.Store, opts.Record, opts.OnSaveError, s.todos.JSON, s.Network)
 	autoApprove := make([]string, len(s.sessionTools))
 	for i, t := range s.sessionTools {
 		autoApprove[i] = t.Name()
@@ -418,6 +435,14 @@ func (s *Session) StartSandbox(ctx context.Context) (sandbox.Info, error) {
 	return sb.Info(), nil
 }
 
+// Network returns the connections the sandbox made so far, in the order
+// they were decided or closed.
+func (s *Session) Network() []egress.Record {
+	s.netMu.Lock()
+	defer s.netMu.Unlock()
+	return slices.Clone(s.network)
+}
+
 // Workspace is the session's workspace directory.
 func (s *Session) Workspace() string { return s.ws }
 
@@ -431,7 +456,10 @@ func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event
 // Close closes the MCP servers, releases the sandbox session (killing what
 // it started) and the workspace.
 func (s *Session) Close() error {
-	return errors.Join(s.book.close(), s.closeMCP(), s.sandbox.Close(), s.root.Close())
+	// The sandbox first: the connections that close with it are recorded
+	// before the record's last save.
+	sbErr := errors.Join(s.closeMCP(), s.sandbox.Close())
+	return errors.Join(s.book.close(), sbErr, s.root.Close())
 }
 
 // toolAdapter runs a built-in tool for the agent, with live output.
@@ -448,6 +476,9 @@ func (a toolAdapter) Gated() bool             { return a.t.Gated() } // agent.Is
 func (a toolAdapter) Run(ctx context.Context, input json.RawMessage, output func(string)) (agent.Result, error) {
 	env := *a.env
 	env.Output = func(_ string, chunk []byte) { output(string(chunk)) }
+	if c, ok := agent.CallFrom(ctx); ok {
+		ctx = sandbox.WithCaller(ctx, sandbox.Caller{ID: c.ID, Tool: c.Name, Summary: callSummary(input)})
+	}
 	res, err := a.t.Run(ctx, &env, input)
 	out := agent.Result{Output: res.Text, IsError: res.IsError}
 	if e := res.Exit; e != nil {
@@ -464,4 +495,20 @@ func (a toolAdapter) Check(ctx context.Context, input json.RawMessage) string {
 		return ""
 	}
 	return c.Check(ctx, a.env, input)
+}
+
+// callSummary is a short form of a tool call's input for the network
+// record: its command, else its JSON, cut at 120 characters.
+func callSummary(input json.RawMessage) string {
+	var in struct {
+		Command string `json:"command"`
+	}
+	s := string(input)
+	if json.Unmarshal(input, &in) == nil && in.Command != "" {
+		s = in.Command
+	}
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "..."
+	}
+	return s
 }

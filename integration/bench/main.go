@@ -16,6 +16,7 @@ import (
 func main() {
 	ctx := context.Background()
 	r := &report{}
+	only := os.Getenv("BENCH_ONLY") // one section by name, e.g. BENCH_ONLY=network
 	for _, b := range []struct {
 		name string
 		run  func(context.Context, *report) error
@@ -27,9 +28,12 @@ func main() {
 		{"loop", loopBench},
 		{"mcp", mcpBench},
 		{"shape", shapeBench},
+		{"network", networkBench},
 	} {
-		if len(os.Args) > 1 && !slices.Contains(os.Args[1:], b.name) {
-			continue // `go run ./integration/bench shape git` runs only those
+		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape)
+		// runs only the sections named.
+		if names := append(os.Args[1:], strings.Fields(only)...); len(names) > 0 && !slices.Contains(names, b.name) {
+			continue
 		}
 		if err := b.run(ctx, r); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", b.name, err)

@@ -32,8 +32,12 @@ const (
 	ProviderOpenAICompatible = "openai-compatible"
 )
 
-// Sandbox networks.
+// Sandbox networks: ask (the default) sends every connection through
+// shiro's egress proxy, host by host; open is Docker's bridge ("bridge" is
+// read as open); none has no network.
 const (
+	NetworkAsk    = "ask"
+	NetworkOpen   = "open"
 	NetworkBridge = "bridge"
 	NetworkNone   = "none"
 )
@@ -66,7 +70,7 @@ var DefaultBaseURL = map[string]string{
 
 var (
 	providers = []string{ProviderAnthropic, ProviderOpenAI, ProviderOpenAICompatible}
-	networks  = []string{NetworkBridge, NetworkNone}
+	networks  = []string{NetworkAsk, NetworkOpen, NetworkNone, NetworkBridge}
 	thinkings = []string{"off", "low", "medium", "high", "max"}
 	// openaiAPIs choose the OpenAI protocol: auto (the official endpoint's
 	// chat → responses fallback; chat completions elsewhere), chat, responses.
@@ -116,6 +120,22 @@ type Config struct {
 	// ~/ paths or glob patterns) whose project asks (MCP servers, image
 	// builds) are trusted without a question. Only the user's file sets it.
 	TrustPaths []string
+	// Network holds the host rules of the egress proxy (ask mode).
+	Network NetworkRules
+}
+
+// NetworkRules are the allow and deny patterns of the egress proxy, each
+// with where it came from.
+type NetworkRules struct {
+	Allow []HostRule
+	Deny  []HostRule
+}
+
+// HostRule is one host pattern ("example.com", "*.example.com",
+// "host:port", an address) and its source.
+type HostRule struct {
+	Pattern string
+	Source  string
 }
 
 // APIKeyRequired reports whether the provider needs a key
@@ -131,7 +151,7 @@ type Sandbox struct {
 	// ImageFromProject says Image comes from the project file: the paths
 	// it names must stay inside the workspace.
 	ImageFromProject bool
-	// Network is bridge or none.
+	// Network is ask, open or none ("bridge" is read as open).
 	Network string
 	// Memory is the memory limit in bytes (the file says "4g").
 	Memory int64
@@ -165,6 +185,8 @@ type Overrides struct {
 	NoSandbox *bool
 	// Env is appended to the configured entries.
 	Env []string
+	// AllowHosts are --allow-host patterns, added to network.allow.
+	AllowHosts []string
 }
 
 // Notice is a warning about the configuration: an unknown key, a refused

@@ -134,7 +134,7 @@ func TestSaveLeavesTheFileAloneOnFailure(t *testing.T) {
 			name:     "the result would be invalid",
 			existing: `{"model": "m"}`,
 			edit:     func(doc map[string]any) error { doc["sandbox"] = map[string]any{"network": "host"}; return nil },
-			want:     `save config: refusing to write an invalid file: "sandbox.network" must be one of bridge, none (got "host")`,
+			want:     `save config: refusing to write an invalid file: "sandbox.network" must be one of ask, open, none, bridge (got "host")`,
 		},
 	}
 	for _, tt := range tests {

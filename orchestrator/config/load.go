@@ -19,6 +19,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
 // LoadOptions are the sources Load reads.
@@ -97,6 +98,13 @@ func Load(opts LoadOptions) (Config, []Notice, error) {
 	m.overlay(env)
 	m.toolSets(flags, "command line")
 	m.overlay(flags)
+	for _, h := range opts.Flags.AllowHosts {
+		c, err := egress.ParsePattern(h)
+		if err != nil {
+			return Config{}, nil, &Error{Key: "--allow-host", Err: err}
+		}
+		m.net.Allow = append(m.net.Allow, HostRule{Pattern: c, Source: "--allow-host"})
+	}
 	if flags.Image != nil {
 		m.imageFromProject = false
 	}
@@ -167,6 +175,7 @@ type layer struct {
 	Env                                               *[]string
 	NoSandbox                                         *bool
 	MCPServers                                        map[string]json.RawMessage
+	NetAllow, NetDeny                                 *[]string
 	// TrustPaths is trust.paths: workspaces (paths or glob patterns) whose
 	// project asks need no question. User file only.
 	TrustPaths *[]string
@@ -174,7 +183,7 @@ type layer struct {
 
 // The keys a file may hold.
 var (
-	topKeys     = []string{"provider", "model", "baseURL", "apiKey", "maxRetries", "toolSets", "plugins", "yolo", "agent", "thinking", "sandbox", "mcpServers", "compactThreshold", "openaiAPI", "trust"}
+	topKeys     = []string{"provider", "model", "baseURL", "apiKey", "maxRetries", "toolSets", "plugins", "yolo", "agent", "thinking", "sandbox", "mcpServers", "compactThreshold", "openaiAPI", "trust", "network"}
 	sandboxKeys = []string{"image", "network", "memory", "cpus", "pids", "env", "noSandbox"}
 	trustKeys   = []string{"paths"}
 )
@@ -353,6 +362,34 @@ func (p *parser) top(l *layer, m member) error {
 			}
 			if err := p.decode(tm, &l.TrustPaths, "a list of paths or glob patterns", "an array"); err != nil {
 				return err
+			}
+		}
+	case "network":
+		if isNull(m.raw) {
+			return nil
+		}
+		members, err := p.object(m, m.key)
+		if err != nil {
+			return err
+		}
+		for _, nm := range members {
+			var dst **[]string
+			switch nm.key {
+			case "network.allow":
+				dst = &l.NetAllow
+			case "network.deny":
+				dst = &l.NetDeny
+			default:
+				p.unknown(nm.key, []string{"allow", "deny"}, "network.")
+				continue
+			}
+			if err := p.decode(nm, dst, "a list of host patterns", "an array"); err != nil || *dst == nil {
+				return err
+			}
+			for _, pat := range **dst {
+				if _, err := egress.ParsePattern(pat); err != nil {
+					return p.check(nm, fmt.Errorf("%q: %w", nm.key, err))
+				}
 			}
 		}
 	case "mcpServers":
@@ -545,6 +582,8 @@ type merger struct {
 	imageFromProject bool
 	// trustPaths are the user's trust.paths.
 	trustPaths *[]string
+	// net holds the host rules gathered so far.
+	net NetworkRules
 }
 
 func (m *merger) note(file, key, msg string) {
@@ -557,6 +596,30 @@ func (m *merger) user(u *layer, file string) {
 	m.overlay(u)
 	m.l.MCPServers = u.MCPServers
 	m.trustPaths = u.TrustPaths
+	m.hostRules(u.NetAllow, &m.net.Allow, "network.allow in "+file)
+	m.hostRules(u.NetDeny, &m.net.Deny, "network.deny in "+file)
+}
+
+// hostRules appends the patterns to dst, naming their source.
+func (m *merger) hostRules(pats *[]string, dst *[]HostRule, source string) {
+	if pats == nil {
+		return
+	}
+	for _, p := range *pats {
+		c, _ := egress.ParsePattern(p) // checked when read
+		*dst = append(*dst, HostRule{Pattern: c, Source: source})
+	}
+}
+
+// networkRank orders the network modes from the tightest.
+func networkRank(n string) int {
+	switch n {
+	case NetworkNone:
+		return 0
+	case NetworkOpen, NetworkBridge:
+		return 2
+	}
+	return 1
 }
 
 // project merges the project file minus what an untrusted repository must
@@ -612,10 +675,21 @@ func (m *merger) project(p *layer, laterProvider, laterNetwork bool) {
 		}
 		p.Env = &kept
 	}
-	if p.Network != nil && *p.Network == NetworkBridge && m.l.Network != nil && *m.l.Network == NetworkNone && !laterNetwork {
-		m.note(f, "sandbox.network", `"sandbox.network" "bridge" is ignored: your configuration turns the sandbox network off`)
-		p.Network = nil
+	if p.Network != nil && !laterNetwork {
+		current := NetworkAsk
+		if m.l.Network != nil {
+			current = *m.l.Network
+		}
+		if networkRank(*p.Network) > networkRank(current) {
+			m.note(f, "sandbox.network", fmt.Sprintf(`"sandbox.network" %q is ignored: a project can narrow the sandbox network, not widen it (yours is %s)`, *p.Network, current))
+			p.Network = nil
+		}
 	}
+	if p.NetAllow != nil && len(*p.NetAllow) > 0 {
+		m.note(f, "network.allow", `"network.allow" is ignored: a project can add denials, not allowances (allow hosts in your user config or with --allow-host)`)
+	}
+	p.NetAllow = nil
+	m.hostRules(p.NetDeny, &m.net.Deny, "network.deny in "+f)
 	m.limits(p, f)
 	m.toolSets(p, f)
 	m.overlay(p)
@@ -865,8 +939,12 @@ func (m *merger) finish(getenv func(string) (string, bool)) Config {
 	}
 	c.Sandbox = Sandbox{
 		Image:   or(l.Image, ""),
-		Network: or(l.Network, NetworkBridge),
+		Network: or(l.Network, NetworkAsk),
 	}
+	if c.Sandbox.Network == NetworkBridge {
+		c.Sandbox.Network = NetworkOpen
+	}
+	c.Network = m.net
 	c.Sandbox.ImageFromProject = m.imageFromProject && c.Sandbox.Image != ""
 	if l.Memory != nil {
 		c.Sandbox.Memory, _ = checkMemory("", *l.Memory) // checked when read

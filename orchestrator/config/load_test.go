@@ -72,7 +72,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxRetries:       3,
 		Plugins:          []string{"guard", "time"},
 		CompactThreshold: 120000,
-		Sandbox:          Sandbox{Network: "bridge"},
+		Sandbox:          Sandbox{Network: "ask"},
 		Agent:            "default",
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -198,7 +198,7 @@ func TestLoadPrecedence(t *testing.T) {
 				flags:   Overrides{CPUs: ptr(4.0), Memory: ptr("512m")},
 			},
 			get:  func(c Config) any { return c.Sandbox },
-			want: Sandbox{Image: "p:1", ImageFromProject: true, Network: "bridge", Memory: 512 << 20, CPUs: 4, Pids: 50},
+			want: Sandbox{Image: "p:1", ImageFromProject: true, Network: "ask", Memory: 512 << 20, CPUs: 4, Pids: 50},
 		},
 		{
 			name: "env entries accumulate; a later source overrides a name",
@@ -360,7 +360,7 @@ func TestLoadProjectRefusals(t *testing.T) {
 			fx:     fixture{user: `{"sandbox": {"network": "none"}}`, project: `{"sandbox": {"network": "bridge"}}`},
 			get:    func(c Config) any { return c.Sandbox.Network },
 			want:   "none",
-			notice: `.shiro/config.json: "sandbox.network" "bridge" is ignored: your configuration turns the sandbox network off`,
+			notice: `.shiro/config.json: "sandbox.network" "bridge" is ignored: a project can narrow the sandbox network, not widen it (yours is none)`,
 		},
 		{
 			name:   "more memory than the default",
@@ -426,7 +426,7 @@ func TestLoadProjectSettingsOverriddenLaterNeedNoNotice(t *testing.T) {
 			name: "network chosen by a flag",
 			fx:   fixture{user: `{"sandbox": {"network": "none"}}`, project: `{"sandbox": {"network": "bridge"}}`, flags: Overrides{Network: ptr("bridge")}},
 			get:  func(c Config) any { return c.Sandbox.Network },
-			want: "bridge",
+			want: "open",
 		},
 		{
 			name: "network none by flag beats a project's bridge",
@@ -600,7 +600,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "invalid network",
 			fx:   fixture{project: `{"sandbox": {"network": "x"}}`},
-			want: `.shiro/config.json:1:25: "sandbox.network" must be one of bridge, none (got "x")`,
+			want: `.shiro/config.json:1:25: "sandbox.network" must be one of ask, open, none, bridge (got "x")`,
 		},
 		{
 			name: "invalid thinking",
@@ -640,7 +640,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "flags are all checked",
 			fx:   fixture{flags: Overrides{Network: ptr("host"), Memory: ptr("0"), Pids: ptr(int64(-1))}},
-			want: "--network must be one of bridge, none (got \"host\")\n--memory must be a size like 512m or 4g (got \"0\")\n--pids must be more than 0",
+			want: "--network must be one of ask, open, none, bridge (got \"host\")\n--memory must be a size like 512m or 4g (got \"0\")\n--pids must be more than 0",
 		},
 	}
 	for _, tt := range tests {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/internal/atomicfile"
+	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
 // Record is one saved session.
@@ -43,6 +44,9 @@ type Record struct {
 	// Todos is the session's task list, kept as the todo tool wrote it.
 	Todos    json.RawMessage `json:"todos,omitempty"`
 	Messages []llm.Message   `json:"messages"`
+	// Network lists every connection the sandbox made through the egress
+	// proxy (ask mode), across the runs of the session.
+	Network []egress.Record `json:"network,omitempty"`
 }
 
 // NewRecord starts the record of a new session.

@@ -116,9 +116,9 @@ func imageAsk(cfg config.Config, ws string) Ask {
 		if len(plan.Bases) > 0 {
 			fmt.Fprintf(&b, " FROM %s", strings.Join(plan.Bases, ", "))
 		}
-		net := cfg.Sandbox.Network
-		if net == "" {
-			net = config.NetworkBridge
+		net := "none"
+		if docker.BuildNetwork(cfg.Sandbox.Network) != "none" {
+			net = "open"
 		}
 		a.Note = "network " + net + "; its RUN steps run as root inside the build"
 	default:

@@ -43,6 +43,8 @@ type armMsg struct{}
 // modal returns the modal shown, or nil.
 func (m *Model) modal() modal {
 	switch {
+	case m.hostAsk != nil:
+		return m.hostAsk
 	case m.approval != nil:
 		return m.approval
 	case m.ask != nil:

@@ -53,10 +53,14 @@ type Model struct {
 	turnID   int
 	turn     turnState
 	approval *approvalPrompt
-	pending  []approvalMsg // approvals waiting behind the one shown
-	form     *formModal    // onboarding or a picker
-	ask      *askPrompt    // a question of the ask tool
-	asks     []askMsg      // questions waiting behind the one shown
+	// hostAsk is the form of a connection waiting for an answer (ask
+	// mode); hostPending wait behind it.
+	hostAsk     *hostPrompt
+	hostPending []hostAskMsg
+	pending     []approvalMsg // approvals waiting behind the one shown
+	form        *formModal    // onboarding or a picker
+	ask         *askPrompt    // a question of the ask tool
+	asks        []askMsg      // questions waiting behind the one shown
 
 	todos     []sessiontools.Todo // the task panel
 	subagents []subagent          // the subagent panel of this turn
@@ -209,6 +213,10 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return spin(m.turnID)
 	case approvalMsg:
 		return m.showApproval(msg)
+	case hostAskMsg:
+		return m.showHostAsk(msg)
+	case hostAskGoneMsg:
+		return m.dropHostAsk(msg.id)
 	case approvalGoneMsg:
 		m.dropApproval(msg.id)
 		return nil

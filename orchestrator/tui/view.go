@@ -242,10 +242,13 @@ func (m *Model) gatedNames() []string {
 
 // network names the sandbox's network mode.
 func (m *Model) network() string {
-	if m.cfg.Sandbox.Network == config.NetworkNone {
+	switch m.cfg.Sandbox.Network {
+	case config.NetworkNone:
 		return "network: none"
+	case config.NetworkOpen, config.NetworkBridge:
+		return "network: open"
 	}
-	return "network: on"
+	return "network: ask"
 }
 
 // sandboxLines describe the sandbox in the header.

@@ -88,7 +88,7 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 		Memory:      opts.Memory,
 		CPUs:        opts.CPUs,
 		Pids:        opts.Pids,
-		Network:     opts.Network,
+		Network:     networkMode(opts.Network),
 		IdleTimeout: opts.IdleTimeout,
 		UID:         opts.UID,
 		GID:         opts.GID,
@@ -102,6 +102,10 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 	for _, ro := range git.ReadOnly {
 		extra = append(extra, "ro:"+ro)
 	}
+	egress := e.egressDir(opts, wsID)
+	if egress != "" {
+		extra = append(extra, "egress:"+egress)
+	}
 	spec.Mounts = extra
 	name := spec.containerName()
 	shadow := shadowVolume(name)
@@ -113,6 +117,9 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 		}
 	}
 	mounts := git.mounts(opts.Workspace, home, state, shadow, labels)
+	if egress != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: egress, Target: egressMount, ReadOnly: true})
+	}
 	idle := strconv.FormatInt(int64(spec.IdleTimeout/time.Second), 10) + "s"
 	pids := spec.Pids
 	cfg := &container.Config{

@@ -92,9 +92,20 @@ type BuildLimits struct {
 	CPUs    float64
 }
 
+// BuildNetwork is the engine's network mode for a build under the
+// session's network setting: a build cannot ask (its RUN steps do not go
+// through the egress proxy), so it gets a network only in open mode.
+func BuildNetwork(session string) string {
+	switch session {
+	case NetworkOpen, "bridge":
+		return "bridge"
+	}
+	return "none"
+}
+
 // options are the limits as the engine's build options, defaults applied.
 func (l BuildLimits) apply(o *client.ImageBuildOptions) {
-	o.NetworkMode = cmp.Or(l.Network, "bridge")
+	o.NetworkMode = BuildNetwork(l.Network)
 	o.Memory = cmp.Or(l.Memory, int64(sandbox.DefaultMemory))
 	o.MemorySwap = o.Memory // no swap beyond the limit
 	o.CPUPeriod = 100000
@@ -489,7 +500,7 @@ func explainBuildError(err error, opts client.ImageBuildOptions) error {
 	case strings.Contains(be.Message, "non-zero code: 137"):
 		be.Message += fmt.Sprintf(" — the step was killed: it most likely ran past the build's memory limit of %s (the session's --memory / sandbox.memory)", formatBytes(opts.Memory))
 	case opts.NetworkMode == "none":
-		be.Message += " — the build has no network (the session's network is none)"
+		be.Message += " — the build has no network (a build gets one only with --network open)"
 	}
 	return err
 }

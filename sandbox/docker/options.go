@@ -35,7 +35,7 @@ const (
 	DefaultMemory      = sandbox.DefaultMemory
 	DefaultCPUs        = sandbox.DefaultCPUs
 	DefaultIdleTimeout = 30 * time.Minute
-	DefaultNetwork     = "bridge"
+	DefaultNetwork     = NetworkAsk
 )
 
 // Options choose the container for one workspace.
@@ -52,8 +52,13 @@ type Options struct {
 	Memory int64
 	CPUs   float64
 	Pids   int64
-	// Network is "bridge" or "none".
+	// Network is NetworkAsk (the default: no network of its own, every
+	// connection through Egress), NetworkOpen ("bridge" is another name
+	// for it) or NetworkNone.
 	Network string
+	// Egress serves the connections commands make in ask mode; nil leaves
+	// an ask-mode sandbox without any way out.
+	Egress Egress
 	// IdleTimeout stops the container when no session has been open in it
 	// for this long.
 	IdleTimeout time.Duration
@@ -155,9 +160,9 @@ func (o Options) Validate() error {
 		errs = append(errs, errors.New("no image"))
 	}
 	switch o.Network {
-	case "bridge", "none":
+	case NetworkAsk, NetworkOpen, NetworkNone, "bridge":
 	default:
-		errs = append(errs, fmt.Errorf("network %q: want bridge or none", o.Network))
+		errs = append(errs, fmt.Errorf("network %q: want ask, open or none", o.Network))
 	}
 	if o.Memory < 16<<20 {
 		errs = append(errs, fmt.Errorf("memory limit %d bytes is below 16 MiB", o.Memory))

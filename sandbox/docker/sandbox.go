@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ type Sandbox struct {
 	mu     sync.Mutex
 	c      ctr
 	ch     *channel
+	tun    *tunnel // the egress tunnel of ch, in ask mode
 	seq    int
 	closed bool
 	// pending holds what the background sweep did, for the next Run's
@@ -69,6 +71,12 @@ func (e *Engine) Open(ctx context.Context, opts Options) (*Sandbox, error) {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	s := &Sandbox{e: e, opts: opts, helper: h, base: hex.EncodeToString(id[:]), logs: io.Discard, wsID: wsID, git: git}
+	if d := e.egressDir(opts, wsID); d != "" {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			git.close()
+			return nil, fmt.Errorf("make the sandbox's proxy socket directory: %w", err)
+		}
+	}
 	e.sweep(ctx)
 	s.mu.Lock()
 	err = s.connect(ctx)
@@ -138,6 +146,15 @@ func (s *Sandbox) connect(ctx context.Context) error {
 		return err
 	}
 	s.c, s.ch = c, ch
+	if s.opts.Network == NetworkAsk && s.opts.Egress != nil {
+		tun, err := s.e.openTunnel(ctx, c, s.helper, s.opts, s.logs, s.e.egressDir(s.opts, s.wsID), s.session())
+		if err != nil {
+			_ = ch.close()
+			s.ch = nil
+			return err
+		}
+		s.tun = tun
+	}
 	if err := s.git.connected(ctx, clientRunner{ch.client}, s.helper.helperPath()); err != nil {
 		_ = ch.close()
 		s.ch = nil
@@ -163,10 +180,34 @@ func (s *Sandbox) channel(ctx context.Context) (*channel, error) {
 		_ = s.ch.close()
 		s.ch = nil
 	}
+	s.closeTunnel()
 	if err := s.connect(ctx); err != nil {
 		return nil, err
 	}
 	return s.ch, nil
+}
+
+// closeTunnel ends the egress tunnel, if any. Callers hold s.mu.
+func (s *Sandbox) closeTunnel() {
+	if s.tun != nil {
+		s.tun.close()
+		s.tun = nil
+	}
+}
+
+// egressEnv is the proxy environment of a command in ask mode, with a
+// token naming the tool call ctx carries; release forgets the token once
+// the command is done. Nil without a tunnel.
+func (s *Sandbox) egressEnv(ctx context.Context) (env []string, release func() []string) {
+	s.mu.Lock()
+	tun, id := s.tun, s.c.id
+	s.mu.Unlock()
+	if tun == nil {
+		return nil, nil
+	}
+	caller, _ := sandbox.CallerFrom(ctx)
+	token, release := s.opts.Egress.Register(caller)
+	return proxyEnv(tun.t.Port, token, containerHostname(id)), release
 }
 
 // clientRunner runs a command on a channel without the git boundary's
@@ -191,7 +232,7 @@ func (s *Sandbox) rawRunner() gitshadow.Runner {
 // brings the host's git changes into the sandbox, and afterwards moves
 // repositories the command made out of the host's reach and imports its
 // git changes; what it did is in Result.Notices.
-func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (res sandbox.Result, err error) {
 	if err := cmd.Validate(); err != nil {
 		return sandbox.Result{}, err
 	}
@@ -200,7 +241,11 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result,
 		return sandbox.Result{}, err
 	}
 	notices := append(s.takePending(), s.git.before(ctx, ch.client)...)
-	res, err := ch.client.Run(ctx, cmd)
+	if env, release := s.egressEnv(ctx); env != nil {
+		cmd.Env = append(env, cmd.Env...)
+		defer func() { res.Notices = append(res.Notices, release()...) }()
+	}
+	res, err = ch.client.Run(ctx, cmd)
 	if errors.Is(err, helper.ErrKillTimeout) {
 		// The helper did not confirm the kill in time: kill the session's
 		// processes through a fresh exec, and drop the channel.
@@ -319,6 +364,7 @@ func (s *Sandbox) Close() error {
 		err = s.ch.close()
 		s.ch = nil
 	}
+	s.closeTunnel()
 	c := s.c
 	s.mu.Unlock()
 

@@ -25,6 +25,7 @@ import (
 //	[helper] reap  [--session ID] [--oom-score-adj N]
 //	[helper] kill  --session ID | --marker M
 //	[helper] git   export|import|keep ...
+//	[helper] forward [--socket PATH]
 //
 // It returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -117,6 +118,14 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		return usageError{errors.New("want --session or --marker")}
 	case "git":
 		return gitshadow.HelperMain(args, stdin, stdout)
+	case "forward":
+		socket := fs.String("socket", "", "carry connections to this Unix socket instead of over stdin/stdout")
+		if err := parse(); err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return Forward(ctx, stdin, stdout, *socket)
 	}
 	return usageError{fmt.Errorf("unknown command %q (want init, serve, reap, kill or git)", verb)}
 }

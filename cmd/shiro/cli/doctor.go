@@ -116,7 +116,7 @@ func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 	// check could start or build them.
 	state, _ := f.gateTrust(&cfg, paths, ws, opts.Sandbox)
 	d.reportTrust(state)
-	sc := f.sandboxConfig(cfg, ws, opts.Sandbox)
+	sc := f.sandboxConfig(cfg, paths, ws, opts.Sandbox)
 	if sc.NoSandbox {
 		d.ok("sandbox", "off (--no-sandbox): commands run on this machine without isolation; the engine is not needed")
 	} else {
@@ -243,7 +243,7 @@ func (d *doctor) checkSandbox(ctx context.Context, sc orchestrator.SandboxConfig
 			}
 		}
 	}
-	d.ok("sandbox", "network %s, memory %s, %g CPUs, %d processes", orDefault(sc.Network, docker.DefaultNetwork),
+	d.ok("sandbox", "network %s, memory %s, %g CPUs, %d processes", describeNetwork(sc),
 		formatBytes(orDefaultInt(sc.Memory, docker.DefaultMemory)), orDefaultFloat(sc.CPUs, docker.DefaultCPUs), orDefaultInt(sc.Pids, docker.DefaultPids))
 }
 
@@ -487,4 +487,16 @@ func formatBytes(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// describeNetwork says which network mode is active and what it means.
+func describeNetwork(sc orchestrator.SandboxConfig) string {
+	switch n := orDefault(sc.Network, docker.DefaultNetwork); n {
+	case docker.NetworkAsk:
+		return fmt.Sprintf("ask (every connection through shiro's proxy; %d allow and %d deny rules)", len(sc.HostRules.Allow), len(sc.HostRules.Deny))
+	case docker.NetworkOpen, "bridge":
+		return "open (Docker's bridge: the host, the LAN and the internet are reachable)"
+	default:
+		return n
+	}
 }

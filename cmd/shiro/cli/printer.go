@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
 // headlessPrinter renders agent events for `shiro -p`: the assistant's text
@@ -13,6 +15,9 @@ import (
 // every event as one JSON line on stdout. It reports whether an error event
 // was seen through sawError.
 type headlessPrinter struct {
+	// mu orders the agent's events and the proxy's network records, which
+	// arrive from other goroutines.
+	mu          sync.Mutex
 	out, errOut io.Writer
 	asJSON      bool
 	enc         *json.Encoder
@@ -26,7 +31,28 @@ func newHeadlessPrinter(out, errOut io.Writer, asJSON bool) *headlessPrinter {
 	return &headlessPrinter{out: out, errOut: errOut, asJSON: asJSON, enc: json.NewEncoder(out), inputs: map[string]json.RawMessage{}, shown: map[string]bool{}}
 }
 
+// network prints one connection of the sandbox: a "network" JSON event,
+// or a [network] line on stderr.
+func (p *headlessPrinter) network(r egress.Record) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.asJSON {
+		_ = p.enc.Encode(struct {
+			Type string `json:"type"`
+			egress.Record
+		}{"network", r})
+		return
+	}
+	line := fmt.Sprintf("[network] %s %s:%d (%s)", r.Decision, r.Host, r.Port, r.Rule)
+	if r.Decision == egress.DecisionAllow {
+		line += fmt.Sprintf(" %d bytes sent, %d received", r.Sent, r.Received)
+	}
+	fmt.Fprintln(p.errOut, line)
+}
+
 func (p *headlessPrinter) event(e agent.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if e.Type == agent.EventError {
 		p.sawError = true
 	}

@@ -26,6 +26,8 @@ type SandboxFlags struct {
 	// TrustProject lets the project's asks (its MCP servers, its image
 	// build) happen this time without a question.
 	TrustProject bool
+	// AllowHosts are --allow-host patterns.
+	AllowHosts []string
 
 	flags *pflag.FlagSet
 }
@@ -40,7 +42,8 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&s.Memory, "memory", "", "sandbox memory limit, e.g. 4g or 512m (default 4g)")
 	fl.Float64Var(&s.CPUs, "cpus", 0, "sandbox CPU limit (default 2)")
 	fl.Int64Var(&s.Pids, "pids", 0, "sandbox process limit (default 1024)")
-	fl.StringVar(&s.Network, "network", "", "sandbox network: bridge (default) or none")
+	fl.StringVar(&s.Network, "network", "", "sandbox network: ask (default: every host through shiro's proxy, by your rules), open or none")
+	fl.StringArrayVar(&s.AllowHosts, "allow-host", nil, "let the sandbox reach a host in ask mode: example.com, *.example.com or host:port; repeatable")
 	fl.DurationVar(&s.Idle, "idle-timeout", 0, "stop the sandbox container after this long with nothing running (default 30m)")
 	_ = fl.MarkHidden("idle-timeout")
 	fl.BoolVar(&s.TrustProject, "trust-project", false, "let this workspace's project config start its MCP servers and build or pull its image, this time (see `shiro trust`)")
@@ -68,6 +71,7 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 		o.Network = &s.Network
 	}
 	o.Env = s.Env
+	o.AllowHosts = s.AllowHosts
 }
 
 // ModelFlags choose the provider and model.
@@ -153,7 +157,7 @@ func (f *Factory) loadConfigAsked(ws string, sf *SandboxFlags, mf *ModelFlags) (
 }
 
 // sandboxConfig turns the resolved configuration into the sandbox's.
-func (f *Factory) sandboxConfig(cfg config.Config, ws string, sf *SandboxFlags) orchestrator.SandboxConfig {
+func (f *Factory) sandboxConfig(cfg config.Config, paths config.Paths, ws string, sf *SandboxFlags) orchestrator.SandboxConfig {
 	sc := orchestrator.SandboxConfig{
 		Workspace: ws,
 		NoSandbox: cfg.Sandbox.NoSandbox,
@@ -163,6 +167,8 @@ func (f *Factory) sandboxConfig(cfg config.Config, ws string, sf *SandboxFlags) 
 		CPUs:      cfg.Sandbox.CPUs,
 		Pids:      cfg.Sandbox.Pids,
 		Network:   cfg.Sandbox.Network,
+		HostRules: cfg.Network,
+		DataDir:   paths.DataDir,
 		Version:   f.Version,
 		Progress:  f.ErrOut,
 		LookupEnv: f.LookupEnv,

@@ -97,6 +97,7 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
 	so.Store = st
 	so.OnSaveError = func(err error) { fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err) }
+	so.Sandbox.OnConnection = printer.network
 	sess, err := orchestrator.NewSession(so)
 	if err != nil {
 		return err
@@ -135,7 +136,7 @@ func (f *Factory) sessionOptions(cfg config.Config, paths config.Paths, ws strin
 	so := orchestrator.SessionOptions{
 		Workspace:      ws,
 		Model:          model,
-		Sandbox:        f.sandboxConfig(cfg, ws, opts.Sandbox),
+		Sandbox:        f.sandboxConfig(cfg, paths, ws, opts.Sandbox),
 		ToolSets:       sets,
 		Yolo:           cfg.Yolo,
 		Plugins:        cfg.Plugins,

@@ -181,12 +181,12 @@ func newCmdSandboxShell(f *Factory, sf *SandboxFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, _, err := f.loadConfig(ws, sf, nil)
+			cfg, paths, err := f.loadConfig(ws, sf, nil)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			eng, sb, err := orchestrator.OpenDocker(ctx, f.sandboxConfig(cfg, ws, sf))
+			eng, sb, err := orchestrator.OpenDocker(ctx, f.sandboxConfig(cfg, paths, ws, sf))
 			if err != nil {
 				return err
 			}

@@ -71,7 +71,7 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, _, err := f.loadConfig(ws, opts.Sandbox, nil)
+	cfg, paths, err := f.loadConfig(ws, opts.Sandbox, nil)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 		return fmt.Errorf("open the workspace: %w", err)
 	}
 	defer root.Close()
-	sb := orchestrator.NewLazy(f.sandboxConfig(cfg, ws, opts.Sandbox))
+	sb := orchestrator.NewLazy(f.sandboxConfig(cfg, paths, ws, opts.Sandbox))
 	defer sb.Close()
 	env := &tools.Env{
 		Workspace: ws,

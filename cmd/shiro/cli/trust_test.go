@@ -38,7 +38,7 @@ func TestGateTrustWithholdsAndNamesEachAsk(t *testing.T) {
 	got := errb.String()
 	for _, want := range []string{
 		"[notice] trust: skipped MCP server srv: node srv.js — the workspace is not trusted",
-		"[notice] trust: skipped image: build ./Dockerfile FROM node:20 (network bridge; its RUN steps run as root inside the build)",
+		"[notice] trust: skipped image: build ./Dockerfile FROM node:20 (network none; its RUN steps run as root inside the build)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, got)

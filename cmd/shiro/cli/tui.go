@@ -117,6 +117,7 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	so.Instructions = &instructions
 	so.OnNotice = app.Notice // MCP servers that fail to start, as they do
 	so.Asker, so.OnTodos, so.OnSubagent = app.Asker(), app.OnTodos, app.OnSubagent
+	so.Sandbox.AskHost = app.AskHost
 	sess, err := orchestrator.NewSession(so)
 	if err != nil {
 		app.Close()

@@ -1,0 +1,85 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLoadNetworkRules(t *testing.T) {
+	t.Parallel()
+	patterns := func(rs []HostRule) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Pattern+" <- "+strings.SplitN(r.Source, " in ", 2)[0])
+		}
+		return out
+	}
+	tests := []struct {
+		name         string
+		fx           fixture
+		mode         string
+		allow, deny  []string
+		noticeSubstr string
+	}{
+		{name: "ask is the default", mode: "ask"},
+		{name: "bridge is read as open", fx: fixture{user: `{"sandbox": {"network": "bridge"}}`}, mode: "open"},
+		{
+			name:  "the user's allow and deny, then --allow-host",
+			fx:    fixture{user: `{"network": {"allow": ["*.Example.com", "api.test:443"], "deny": ["evil.test"]}}`, flags: Overrides{AllowHosts: []string{"10.0.0.5:8080"}}},
+			mode:  "ask",
+			allow: []string{"*.example.com <- network.allow", "api.test:443 <- network.allow", "10.0.0.5:8080 <- --allow-host"},
+			deny:  []string{"evil.test <- network.deny"},
+		},
+		{
+			name:         "a project adds denials, never allowances",
+			fx:           fixture{project: `{"network": {"allow": ["*"], "deny": ["tracker.test"]}}`},
+			mode:         "ask",
+			deny:         []string{"tracker.test <- network.deny"},
+			noticeSubstr: `"network.allow" is ignored: a project can add denials, not allowances`,
+		},
+		{
+			name:         "a project cannot widen ask to open",
+			fx:           fixture{project: `{"sandbox": {"network": "open"}}`},
+			mode:         "ask",
+			noticeSubstr: `"sandbox.network" "open" is ignored: a project can narrow the sandbox network, not widen it (yours is ask)`,
+		},
+		{name: "a project can narrow ask to none", fx: fixture{project: `{"sandbox": {"network": "none"}}`}, mode: "none"},
+		{name: "a project can narrow open to ask", fx: fixture{user: `{"sandbox": {"network": "open"}}`, project: `{"sandbox": {"network": "ask"}}`}, mode: "ask"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, notices, err := tt.fx.load(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Sandbox.Network != tt.mode {
+				t.Errorf("mode %q, want %q", cfg.Sandbox.Network, tt.mode)
+			}
+			if got := patterns(cfg.Network.Allow); !slices.Equal(got, tt.allow) {
+				t.Errorf("allow %q, want %q", got, tt.allow)
+			}
+			if got := patterns(cfg.Network.Deny); !slices.Equal(got, tt.deny) {
+				t.Errorf("deny %q, want %q", got, tt.deny)
+			}
+			joined := strings.Join(notices, "\n")
+			if tt.noticeSubstr != "" && !strings.Contains(joined, tt.noticeSubstr) {
+				t.Errorf("notices %q lack %q", joined, tt.noticeSubstr)
+			}
+		})
+	}
+}
+
+func TestLoadNetworkRulesRefuseBadPatterns(t *testing.T) {
+	t.Parallel()
+	for _, fx := range []fixture{
+		{user: `{"network": {"allow": ["ex*ample.com"]}}`},
+		{user: `{"network": {"deny": "evil.test"}}`},
+		{flags: Overrides{AllowHosts: []string{"host:0"}}},
+	} {
+		if _, _, err := fx.load(t); err == nil {
+			t.Errorf("%+v loaded", fx)
+		}
+	}
+}

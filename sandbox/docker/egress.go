@@ -1,0 +1,201 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/helper"
+)
+
+// The sandbox's network modes.
+const (
+	// NetworkAsk: no network of the container's own; every connection goes
+	// through the egress proxy on the host, host by host.
+	NetworkAsk = "ask"
+	// NetworkOpen: Docker's bridge network ("bridge" is another name).
+	NetworkOpen = "open"
+	// NetworkNone: no network at all.
+	NetworkNone = "none"
+)
+
+// networkMode is the Docker network mode of a sandbox network setting:
+// ask and none have no network of their own.
+func networkMode(n string) string {
+	if n == NetworkOpen || n == "bridge" {
+		return "bridge"
+	}
+	return "none"
+}
+
+// Egress serves the connections a sandbox in ask mode makes (the egress
+// proxy, sandbox/egress).
+type Egress interface {
+	// Serve answers proxy requests on l until l is closed.
+	Serve(l net.Listener) error
+	// Register names the tool call of a command: its proxy URL carries the
+	// token; release forgets it and returns the refusals the command's
+	// connections met, as notices for its result.
+	Register(c sandbox.Caller) (token string, release func() []string)
+}
+
+// egressMount is where a local engine's container sees the directory of
+// its sessions' proxy sockets.
+const egressMount = "/.shiro/egress"
+
+// egressDir is the host directory of the workspace's proxy sockets, bind-
+// mounted read-only at egressMount: a Unix socket carries a connection at
+// the kernel's speed where the exec's streams go through the engine. Only
+// a local engine (a unix:// host) can mount it; "" otherwise, and the
+// exec carries the connections.
+func (e *Engine) egressDir(opts Options, wsID string) string {
+	if opts.Network != NetworkAsk || opts.Egress == nil || e.stateDir == "" || !strings.HasPrefix(e.host, "unix://") {
+		return ""
+	}
+	return filepath.Join(e.stateDir, "egress", workspaceVolumeKey(opts.Workspace, wsID))
+}
+
+// tunnel is one session's forward exec and the proxy served on it.
+type tunnel struct {
+	t      *helper.Tunnel
+	conn   client.HijackedResponse
+	demux  chan struct{} // closed when the exec's output ends
+	served chan struct{} // closed when Egress.Serve returns
+	// sock is the session's Unix socket (local engines), removed on close.
+	sock     net.Listener
+	sockPath string
+}
+
+// openTunnel starts `helper forward` in the container and serves eg on the
+// streams it carries, or on a Unix socket in dir when dir is set.
+func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Options, stderr io.Writer, dir, session string) (*tunnel, error) {
+	argv := []string{h.helperPath(), "helper", "forward"}
+	var sock net.Listener
+	var sockPath string
+	if dir != "" {
+		name := "s-" + session + ".sock"
+		sockPath = filepath.Join(dir, name)
+		_ = os.Remove(sockPath)
+		if l, err := net.Listen("unix", sockPath); err == nil {
+			sock = l
+			argv = append(argv, "--socket", path.Join(egressMount, name))
+		}
+		// A path too long for a socket: the exec carries the connections.
+	}
+	ex, err := e.ctr.ExecCreate(ctx, c.id, client.ExecCreateOptions{
+		User:         strconv.Itoa(opts.UID) + ":" + strconv.Itoa(opts.GID),
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		Cmd:          argv,
+	})
+	if err == nil && sock != nil {
+		// The forwarder runs as the command user, the socket's owner.
+		err = os.Chmod(sockPath, 0o600)
+	}
+	if err != nil {
+		closeSock(sock, sockPath)
+		return nil, fmt.Errorf("start the network forwarder in %s: %w", c.name, err)
+	}
+	att, err := e.ctr.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		closeSock(sock, sockPath)
+		return nil, fmt.Errorf("attach the network forwarder in %s: %w", c.name, err)
+	}
+	pr, pw := io.Pipe()
+	tu := &tunnel{conn: att.HijackedResponse, demux: make(chan struct{}), served: make(chan struct{}), sock: sock, sockPath: sockPath}
+	go func() {
+		defer close(tu.demux)
+		_, err := stdcopy.StdCopy(pw, stderr, att.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		pw.CloseWithError(err)
+	}()
+	closeIO := func() error {
+		_ = tu.conn.CloseWrite()
+		return nil
+	}
+	var t *helper.Tunnel
+	if sock != nil {
+		var port int
+		port, err = helper.ReadForwardPort(bufio.NewReader(pr))
+		t = &helper.Tunnel{Listener: sock, Port: port}
+		go func() { _, _ = io.Copy(io.Discard, pr) }() // until the exec ends
+	} else {
+		t, err = helper.AcceptTunnel(pr, att.Conn, closeIO)
+	}
+	if err != nil {
+		att.Close()
+		<-tu.demux
+		closeSock(sock, sockPath)
+		return nil, fmt.Errorf("network forwarder in %s: %w", c.name, err)
+	}
+	tu.t = t
+	go func() {
+		defer close(tu.served)
+		_ = opts.Egress.Serve(t)
+	}()
+	return tu, nil
+}
+
+func closeSock(l net.Listener, p string) {
+	if l != nil {
+		l.Close()
+		_ = os.Remove(p)
+	}
+}
+
+// close ends the tunnel's session (every connection on it) and the exec.
+func (tu *tunnel) close() {
+	_ = tu.t.Close()
+	if tu.sock != nil {
+		_ = os.Remove(tu.sockPath)
+		_ = tu.conn.CloseWrite() // the forwarder stops at EOF
+	}
+	select {
+	case <-tu.demux:
+	case <-time.After(3 * time.Second):
+	}
+	tu.conn.Close()
+	<-tu.demux
+	<-tu.served
+}
+
+// proxyEnv is the environment that points a command at the forwarder:
+// both spellings of each proxy variable, the token naming its tool call,
+// and the loopback and the container's own name kept direct.
+func proxyEnv(port int, token, hostname string) []string {
+	u := "http://shiro:" + token + "@127.0.0.1:" + strconv.Itoa(port)
+	direct := []string{"localhost", "127.0.0.1", "::1", "127.0.0.0/8"}
+	if hostname != "" {
+		direct = append(direct, hostname)
+	}
+	no := strings.Join(direct, ",")
+	var env []string
+	for _, kv := range [][2]string{{"HTTP_PROXY", u}, {"HTTPS_PROXY", u}, {"ALL_PROXY", u}, {"NO_PROXY", no}} {
+		env = append(env, kv[0]+"="+kv[1], strings.ToLower(kv[0])+"="+kv[1])
+	}
+	return env
+}
+
+// containerHostname is the hostname Docker gives a container by default:
+// the first 12 characters of its id.
+func containerHostname(id string) string {
+	if len(id) >= 12 {
+		return id[:12]
+	}
+	return ""
+}

@@ -1,0 +1,408 @@
+package egress
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/shiroagent/shiro/sandbox"
+)
+
+// Decisions as recorded.
+const (
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+)
+
+// Record is one connection a command asked for.
+type Record struct {
+	Time     time.Time `json:"time"`
+	Host     string    `json:"host"`
+	Port     int       `json:"port"`
+	Addr     string    `json:"addr,omitempty"`
+	Decision string    `json:"decision"`
+	Rule     string    `json:"rule"`
+	Sent     int64     `json:"sent"`
+	Received int64     `json:"received"`
+	sandbox.Caller
+	Error string `json:"error,omitempty"`
+}
+
+// Request is a connection the policy does not decide, put to the user.
+type Request struct {
+	Host   string
+	Port   int
+	Addr   netip.Addr
+	Caller sandbox.Caller
+}
+
+// Answer is the user's answer to a Request.
+type Answer int
+
+// The answers.
+const (
+	Deny Answer = iota
+	AllowOnce
+	AllowProject // allow host:port in this project from now on
+	DenyAlways   // deny host:port in this project from now on
+)
+
+// AskTimeout is how long a connection waits for an answer before it is
+// denied.
+const AskTimeout = 2 * time.Minute
+
+// Config configures a Proxy.
+type Config struct {
+	Policy Policy
+	// Ask puts an unknown connection to the user; nil denies it (headless).
+	// It must return when ctx ends.
+	Ask func(ctx context.Context, r Request) Answer
+	// Remember stores an "always" answer as a rule of the project; nil
+	// keeps it for this process only.
+	Remember func(r Rule, allow bool) error
+	// OnRecord receives every connection once it is decided (denied) or
+	// closed (allowed). It may be called from many goroutines at once.
+	OnRecord func(Record)
+	// Resolve looks a name up; default net.DefaultResolver.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// AskTimeout bounds the wait for an answer; default AskTimeout.
+	AskTimeout time.Duration
+	// HowToAllow ends the refusal message; default names --allow-host and
+	// network.allow.
+	HowToAllow func(hostport string) string
+}
+
+// Proxy is the egress proxy of one shiro process. Serve it on as many
+// listeners as there are sessions.
+type Proxy struct {
+	cfg Config
+	gp  *goproxy.ProxyHttpServer
+
+	// dialTCP connects to a checked address (tests redirect it).
+	dialTCP func(ctx context.Context, addr string) (net.Conn, error)
+
+	mu      sync.Mutex
+	policy  Policy
+	callers map[string]*registered
+}
+
+// registered is a command's token: its tool call and the refusals its
+// connections met.
+type registered struct {
+	caller  sandbox.Caller
+	refused []string
+}
+
+// PolicyError is a connection the policy refused.
+type PolicyError struct {
+	HostPort string
+	Rule     string
+	How      string
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("shiro's network policy refused %s (%s); %s", e.HostPort, e.Rule, e.How)
+}
+
+// New makes a proxy.
+func New(cfg Config) *Proxy {
+	p := &Proxy{cfg: cfg, policy: cfg.Policy, callers: map[string]*registered{}}
+	p.dialTCP = func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	if p.cfg.Resolve == nil {
+		p.cfg.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	if p.cfg.AskTimeout == 0 {
+		p.cfg.AskTimeout = AskTimeout
+	}
+	if p.cfg.HowToAllow == nil {
+		p.cfg.HowToAllow = func(hp string) string {
+			return fmt.Sprintf("to allow it, run shiro with --allow-host %s or add it to \"network.allow\" in your configuration", hp)
+		}
+	}
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = discardLogger{}
+	gp.Tr = &http.Transport{
+		Proxy:              nil,
+		DialContext:        p.dialHTTP,
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+	}
+	gp.ConnectDial = nil
+	gp.ConnectDialWithReq = func(req *http.Request, _, addr string) (net.Conn, error) {
+		return p.dial(req.Context(), tokenOf(req), addr)
+	}
+	gp.ConnectionErrHandler = func(w io.Writer, _ *goproxy.ProxyCtx, err error) {
+		writeError(w, err)
+	}
+	gp.OnRequest().DoFunc(func(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+		token := tokenOf(r)
+		r.Header.Del("Proxy-Authorization")
+		return r.WithContext(context.WithValue(r.Context(), tokenKey{}, token)), nil
+	})
+	gp.OnResponse().DoFunc(func(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
+		var pe *PolicyError
+		if resp == nil && errors.As(ctx.Error, &pe) {
+			return refusal(ctx.Req, pe)
+		}
+		return resp
+	})
+	p.gp = gp
+	return p
+}
+
+// Serve answers proxy requests on l until l is closed.
+func (p *Proxy) Serve(l net.Listener) error {
+	srv := &http.Server{Handler: p.gp, ReadHeaderTimeout: time.Minute}
+	err := srv.Serve(l)
+	_ = srv.Close()
+	return err
+}
+
+// Register gives c a token to put in a command's proxy URL (as its
+// password), so the connections the command makes name its tool call;
+// release forgets it and returns the refusals its connections met (each
+// once), for the command's result: an HTTPS client shows only the 403.
+func (p *Proxy) Register(c sandbox.Caller) (token string, release func() []string) {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	token = hex.EncodeToString(b[:])
+	reg := &registered{caller: c}
+	p.mu.Lock()
+	p.callers[token] = reg
+	p.mu.Unlock()
+	return token, func() []string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		delete(p.callers, token)
+		return slices.Compact(reg.refused)
+	}
+}
+
+// refused notes a refusal for the command whose token r carries.
+func (p *Proxy) refused(token, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if reg := p.callers[token]; reg != nil && !slices.Contains(reg.refused, msg) {
+		reg.refused = append(reg.refused, msg)
+	}
+}
+
+// caller finds the tool call a request's Proxy-Authorization names.
+func (p *Proxy) caller(r *http.Request) sandbox.Caller {
+	reg := p.lookup(tokenOf(r))
+	if reg == nil {
+		return sandbox.Caller{}
+	}
+	return reg.caller
+}
+
+func (p *Proxy) lookup(token string) *registered {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.callers[token]
+}
+
+// tokenOf is the password of a request's Proxy-Authorization.
+func tokenOf(r *http.Request) string {
+	auth := r.Header.Get("Proxy-Authorization")
+	scheme, cred, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "basic") {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return ""
+	}
+	_, token, _ := strings.Cut(string(raw), ":")
+	return token
+}
+
+// Policy returns the rules in force (the configured ones and the answers
+// given since).
+func (p *Proxy) Policy() Policy {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.policy
+}
+
+// tokenKey carries a plain request's token to the transport's dial.
+type tokenKey struct{}
+
+func (p *Proxy) dialHTTP(ctx context.Context, _, addr string) (net.Conn, error) {
+	token, _ := ctx.Value(tokenKey{}).(string)
+	return p.dial(ctx, token, addr)
+}
+
+// dial decides host:port for the command whose token it is and connects
+// to the checked address.
+func (p *Proxy) dial(ctx context.Context, token, hostport string) (net.Conn, error) {
+	var c sandbox.Caller
+	if reg := p.lookup(token); reg != nil {
+		c = reg.caller
+	}
+	host, ps, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, ps = hostport, "80"
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil {
+		return nil, fmt.Errorf("bad port in %q", hostport)
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	hp := net.JoinHostPort(host, strconv.Itoa(port))
+	rec := Record{Time: time.Now(), Host: host, Port: port, Caller: c}
+	deny := func(rule string) (net.Conn, error) {
+		rec.Decision, rec.Rule = DecisionDeny, rule
+		pe := &PolicyError{HostPort: hp, Rule: rule, How: p.cfg.HowToAllow(hp)}
+		rec.Error = pe.Error()
+		p.record(rec)
+		p.refused(token, pe.Error())
+		return nil, pe
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a.Unmap()}
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		addrs, err = p.cfg.Resolve(rctx, host)
+		cancel()
+		if err != nil {
+			rec.Decision, rec.Rule, rec.Error = DecisionDeny, "name not resolved", err.Error()
+			p.record(rec)
+			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+	}
+	pol := p.Policy()
+	d := pol.Decide(host, port, addrs)
+	if d.Addr.IsValid() {
+		rec.Addr = d.Addr.String()
+	}
+	switch d.Verdict {
+	case Denied:
+		return deny(d.Rule)
+	case Unknown:
+		if p.cfg.Ask == nil {
+			return deny("no rule allows it and nobody can be asked")
+		}
+		actx, cancel := context.WithTimeout(ctx, p.cfg.AskTimeout)
+		ans := p.cfg.Ask(actx, Request{Host: host, Port: port, Addr: d.Addr, Caller: c})
+		timedOut := actx.Err() != nil && ctx.Err() == nil
+		cancel()
+		switch ans {
+		case AllowOnce:
+			d.Rule = "allowed once"
+		case AllowProject:
+			d.Rule = "allowed always for this project"
+			p.remember(Rule{Pattern: hp, Source: "always for this project"}, true)
+		case DenyAlways:
+			p.remember(Rule{Pattern: hp, Source: "always denied for this project"}, false)
+			return deny("always denied for this project")
+		default:
+			if timedOut {
+				return deny(fmt.Sprintf("no answer within %s", p.cfg.AskTimeout))
+			}
+			return deny("denied when asked")
+		}
+	}
+	rec.Decision = DecisionAllow
+	rec.Rule = d.Rule
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := p.dialTCP(dctx, netip.AddrPortFrom(d.Addr, uint16(port)).String())
+	if err != nil {
+		rec.Error = err.Error()
+		p.record(rec)
+		return nil, err
+	}
+	return &countingConn{Conn: conn, done: func(sent, recv int64) {
+		rec.Sent, rec.Received = sent, recv
+		p.record(rec)
+	}}, nil
+}
+
+// remember adds an "always" answer to the rules in force and stores it.
+func (p *Proxy) remember(r Rule, allow bool) {
+	p.mu.Lock()
+	if allow {
+		p.policy.Allow = append(append([]Rule(nil), p.policy.Allow...), r)
+	} else {
+		p.policy.Deny = append(append([]Rule(nil), p.policy.Deny...), r)
+	}
+	p.mu.Unlock()
+	if p.cfg.Remember != nil {
+		_ = p.cfg.Remember(r, allow) // kept for this process even when it cannot be stored
+	}
+}
+
+func (p *Proxy) record(r Record) {
+	if p.cfg.OnRecord != nil {
+		p.cfg.OnRecord(r)
+	}
+}
+
+// countingConn counts the bytes each way and reports them once, on Close.
+type countingConn struct {
+	net.Conn
+	sent, recv atomic.Int64
+	once       sync.Once
+	done       func(sent, recv int64)
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.recv.Add(int64(n))
+	return n, err
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.sent.Add(int64(n))
+	return n, err
+}
+
+func (c *countingConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.done(c.sent.Load(), c.recv.Load()) })
+	return err
+}
+
+// writeError answers a CONNECT that could not be tunnelled: 403 with the
+// policy's words, 502 otherwise.
+func writeError(w io.Writer, err error) {
+	code, status := http.StatusBadGateway, "Bad Gateway"
+	var pe *PolicyError
+	if errors.As(err, &pe) {
+		code, status = http.StatusForbidden, "Forbidden"
+	}
+	msg := err.Error() + "\n"
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", code, status, len(msg), msg)
+}
+
+// refusal is the 403 a plain HTTP request gets when the policy refuses it.
+func refusal(req *http.Request, pe *PolicyError) *http.Response {
+	return goproxy.NewResponse(req, goproxy.ContentTypeText, http.StatusForbidden, pe.Error()+"\n")
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
