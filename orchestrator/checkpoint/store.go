@@ -282,3 +282,28 @@ func Size(dir string) (int64, error) {
 	})
 	return n, err
 }
+
+// Forget drops the checkpoints of the session's turns from turn on (they
+// were undone), but not the KindUndo checkpoints taken before the undo.
+func (s *Store) Forget(session string, turn int) error {
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	kept := make([]Checkpoint, 0, len(s.list))
+	for _, c := range s.list {
+		if c.Session == session && c.Turn >= turn && c.Kind != KindUndo {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(kept) == len(s.list) {
+		return nil
+	}
+	if err := s.writeList(kept); err != nil {
+		return err
+	}
+	s.list = kept
+	return nil
+}

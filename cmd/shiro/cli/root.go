@@ -210,6 +210,7 @@ container with the workspace mounted at the same path.
 		NewCmdTool(f, sf, nil),
 		NewCmdTools(f),
 		NewCmdSessions(f),
+		NewCmdUndo(f, nil),
 		NewCmdSandbox(f, sf),
 		NewCmdImage(f, nil),
 		NewCmdDoctor(f, sf, nil),
