@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shiroagent/shiro/integration/fakemodel"
 	"github.com/shiroagent/shiro/integration/testenv"
@@ -201,4 +202,67 @@ func TestUndoLeavesTheUsersChangesUnlessAsked(t *testing.T) {
 	if got["b.txt"] != "-rw-r--r-- beta\n" || got["src/x.go"] != "-rw-r--r-- package x\n" || got["new"] != "" {
 		t.Errorf("the rest was not undone: %v", got)
 	}
+}
+
+func TestTUIUndoAndDiff(t *testing.T) {
+	t.Parallel()
+	_, ws := tuiSetup(t)
+	undoWorkspace(t, ws)
+	before := wsState(t, ws)
+	srv := fakemodel.New(t, append(editTurn(), fakemodel.Reply{Text: "after the undo"})...)
+	s := startTUI(t, ws, srv, "--yolo")
+	s.keys("edit the files please", true)
+	s.waitFor("Edited.", 60*time.Second)
+
+	// The user changes a file the turn changed.
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("the user's words\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	s.keys("/diff", true)
+	s.waitFor("changes of this session", 20*time.Second)
+	s.waitFor("deleted src/x.go (bash)", 5*time.Second)
+	s.waitFor("+BETA", 5*time.Second)
+	s.press("Escape")
+	s.waitGone("changes of this session", 5*time.Second)
+
+	s.keys("/undo", true)
+	s.waitFor("Undo turn 1 (", 20*time.Second)
+	scr := s.screen()
+	for _, want := range []string{"created new (by bash)", "modified b.txt (by write_file)", "modified a.txt (by edit_file; changed since the turn)", "deleted src/xlink (by bash)", "not packages installed in the container"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the undo preview lacks %q:\n%s", want, scr)
+		}
+	}
+	// The form takes answers once the typing that opened it has paused.
+	s.waitFor("enter choose", 5*time.Second)
+	s.press("Enter") // Undo
+	s.waitFor("These files changed after the turn ended: a.txt", 10*time.Second)
+	s.waitFor("enter choose", 5*time.Second)
+	s.press("Down", "Enter") // Overwrite them too
+	s.waitFor("undone:", 20*time.Second)
+	s.waitFor("the conversation is back to before", 5*time.Second)
+
+	after := wsState(t, ws)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s: %q after /undo, want %q", k, after[k], v)
+		}
+	}
+	for k, v := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s (%q) is left after /undo", k, v)
+		}
+	}
+
+	s.keys("what now?", true)
+	s.waitFor("after the undo", 30*time.Second)
+	reqs := modelRequests(srv)
+	body := string(reqs[len(reqs)-1].Body)
+	for _, gone := range []string{"edit the files please", "call_edit_1", "Edited."} {
+		if strings.Contains(body, gone) {
+			t.Errorf("the request after /undo still holds %q", gone)
+		}
+	}
+	s.quit()
 }

@@ -264,3 +264,19 @@ func (s *Store) readBlob(h plumbing.Hash) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// Reverse is the same change seen the other way round (the turn's change
+// from an undo's).
+func (c FileChange) Reverse() FileChange {
+	r := c
+	r.OldMode, r.NewMode = c.NewMode, c.OldMode
+	r.oldHash, r.newHash = c.newHash, c.oldHash
+	r.oldFM, r.newFM = c.newFM, c.oldFM
+	switch c.Action {
+	case Created:
+		r.Action = Deleted
+	case Deleted:
+		r.Action = Created
+	}
+	return r
+}

@@ -431,6 +431,9 @@ func (rt *runtime) clear() tea.Cmd {
 		rt.sess.Todos().Set(nil)
 		rec := store.NewRecord(old.Cwd, old.Provider, old.Model)
 		rt.app.rec.switchTo(rec, nil)
+		if u, ok := rt.sess.(undoer); ok {
+			u.SetSessionID(rec.ID) // the new record's turns start at 1
+		}
 		return clearedMsg{id: rec.ID}
 	}
 }
