@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -25,7 +26,11 @@ func main() {
 		{"tui", tuiBench},
 		{"loop", loopBench},
 		{"mcp", mcpBench},
+		{"undo", undoBench},
 	} {
+		if only := os.Getenv("SHIRO_BENCH"); only != "" && !slices.Contains(strings.Split(only, ","), b.name) {
+			continue // SHIRO_BENCH=undo,git runs only those sections
+		}
 		if err := b.run(ctx, r); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", b.name, err)
 			os.Exit(1)

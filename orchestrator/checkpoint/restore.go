@@ -205,6 +205,12 @@ func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tr
 			errs = append(errs, err)
 		}
 	}
+	// The new contents reach the disk before any rename makes them the
+	// files' (one sync of the file system rather than one per file).
+	if err := syncRoot(s.root); err != nil {
+		cleanup()
+		return errors.Join(append(errs, fmt.Errorf("sync the workspace: %w", err))...)
+	}
 	for _, w := range writes {
 		if w.tmp == "" {
 			continue
@@ -247,9 +253,8 @@ func (s *Store) writeTemp(w *pending) error {
 	}
 	w.tmp = tmp
 	_, werr := f.Write(data)
-	serr := f.Sync()
 	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("restore %s: %w", w.c.Path, err)
 	}
 	if !exact {
