@@ -48,6 +48,7 @@ var sdkHomes = map[string][]string{
 	"github.com/modelcontextprotocol/go-sdk": {"tools/mcp", "integration"},
 	"github.com/charmbracelet":               {"orchestrator/tui"},
 	"github.com/go-git/go-git":               {"tools/gitrepo", "orchestrator/checkpoint"},
+	"github.com/sergi/go-diff":               {"tools/gitrepo", "orchestrator/checkpoint"},
 	"github.com/spf13/cobra":                 {"cmd/shiro/cli"},
 	"mvdan.cc/sh":                            {"agent/shellcmd"},
 }

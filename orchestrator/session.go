@@ -123,7 +123,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
-	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Sandbox: s.sandbox}
+	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Sandbox: s.sandbox, GoGit: opts.Sandbox.NoSandbox}
 	s.onChange = opts.OnChange
 	if opts.DataDir != "" && !opts.NoCheckpoints {
 		st, err := OpenCheckpoints(opts.DataDir, opts.Workspace, root)
