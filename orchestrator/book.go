@@ -209,6 +209,7 @@ func (s *Session) Resume(query string) (store.Record, error) {
 	if err := s.book.switchTo(rec); err != nil {
 		return store.Record{}, err
 	}
+	s.SetSessionID(rec.ID) // its turns' checkpoints are the resumed record's
 	s.agent.Replace(rec.Messages)
 	s.agent.SetUsage(llm.Usage{InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens})
 	s.todos.Restore(rec.Todos)
@@ -223,6 +224,7 @@ func (s *Session) Clear() (string, error) {
 	s.book.mu.Unlock()
 	rec := store.NewRecord(old.Cwd, old.Provider, old.Model)
 	err := s.book.switchTo(rec)
+	s.SetSessionID(rec.ID) // the new record's turns start at 1
 	s.agent.Replace(nil)
 	s.agent.SetUsage(llm.Usage{})
 	s.todos.Set(nil)

@@ -88,6 +88,12 @@ type SessionOptions struct {
 	// OnSubagent receives the task subagents' progress (the TUI's
 	// subagent panel); it must not block.
 	OnSubagent func(sessiontools.SubagentEvent)
+	// SessionID names the session's checkpoints (the session record's
+	// id). With a DataDir, each turn that may change the workspace and
+	// each approved mutating call is checkpointed in the data directory,
+	// unless NoCheckpoints.
+	SessionID     string
+	NoCheckpoints bool
 }
 
 // Session is one conversation with its workspace, sandbox and tools.
@@ -108,7 +114,9 @@ type Session struct {
 	memory       *sessiontools.Memory // nil with memory off
 	skills       []sessiontools.Skill
 	sessionTools []agent.Tool
-	mcp          *sessionMCP // nil without MCP servers
+	mcp          *sessionMCP  // nil without MCP servers
+	cp           *checkpoints // nil without checkpoints
+	onChange     func([]llm.Message)
 	book         *book
 	// The agent variant and the thinking level in force; maxSteps is the
 	// session's own cap (a variant's replaces it).
@@ -159,7 +167,16 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
-	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Sandbox: s.sandbox}
+	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Sandbox: s.sandbox, GoGit: opts.Sandbox.NoSandbox}
+	s.onChange = opts.OnChange
+	if opts.DataDir != "" && !opts.NoCheckpoints {
+		st, err := OpenCheckpoints(opts.DataDir, opts.Workspace, root)
+		if err != nil {
+			s.Notices = append(s.Notices, fmt.Sprintf("checkpoints are off (no /undo): %v", err))
+		} else {
+			s.cp = &checkpoints{store: st, session: opts.SessionID}
+		}
+	}
 	plugins, unknown := agent.Builtins(opts.Plugins)
 	s.plugins = plugins
 	for _, n := range unknown {
@@ -184,6 +201,9 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	}
 	s.addSessionTools(opts)
 	s.book = newBook(opts.Store, opts.Record, opts.OnSaveError, s.todos.JSON, s.Network)
+	if s.cp != nil && opts.SessionID == "" {
+		s.SetSessionID(s.Saved().ID) // the checkpoints follow the record
+	}
 	autoApprove := make([]string, len(s.sessionTools))
 	for i, t := range s.sessionTools {
 		autoApprove[i] = t.Name()
@@ -227,6 +247,9 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		OnUsage: func(u llm.Usage) { s.book.add(s.agent.Model().Info().Model, u) },
 	})
 	if err != nil {
+		if s.cp != nil {
+			s.cp.store.Close()
+		}
 		root.Close()
 		return nil, err
 	}
@@ -334,7 +357,7 @@ func (s *Session) builtinTools() []agent.Tool { return s.adapt(tools.Offered(s.b
 func (s *Session) adapt(list []tools.Tool) []agent.Tool {
 	out := make([]agent.Tool, len(list))
 	for i, t := range list {
-		out[i] = toolAdapter{t: t, env: s.env}
+		out[i] = toolAdapter{t: t, env: s.env, cp: s.cp}
 	}
 	return out
 }
@@ -448,24 +471,41 @@ func (s *Session) Workspace() string { return s.ws }
 
 // Send runs one turn, after waiting for the MCP servers still starting
 // (bounded; see awaitMCP).
+//
+// A turn that may change the workspace is checkpointed before it starts,
+// before each approved mutating call and when it ends (see /undo); a
+// checkpoint that fails is reported as a notice and the turn goes on.
 func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
 	s.awaitMCP(ctx, emit)
+	if s.cp != nil && mayChange(s.offered()) {
+		s.cp.begin(ctx, len(s.agent.Messages()), prompt)
+		defer func() {
+			for _, e := range s.cp.end(ctx) {
+				emit(agent.Event{Type: agent.EventNotice, Text: "checkpoint failed (this turn may not be undoable): " + e})
+			}
+		}()
+	}
 	return s.agent.Send(ctx, prompt, emit)
 }
 
 // Close closes the MCP servers, releases the sandbox session (killing what
-// it started) and the workspace.
+// it started), the checkpoint store and the workspace.
 func (s *Session) Close() error {
 	// The sandbox first: the connections that close with it are recorded
 	// before the record's last save.
 	sbErr := errors.Join(s.closeMCP(), s.sandbox.Close())
-	return errors.Join(s.book.close(), sbErr, s.root.Close())
+	var cpErr error
+	if s.cp != nil {
+		cpErr = s.cp.store.Close()
+	}
+	return errors.Join(s.book.close(), sbErr, cpErr, s.root.Close())
 }
 
 // toolAdapter runs a built-in tool for the agent, with live output.
 type toolAdapter struct {
 	t   tools.Tool
 	env *tools.Env
+	cp  *checkpoints // nil without checkpoints
 }
 
 func (a toolAdapter) Name() string            { return a.t.Name() }
@@ -474,6 +514,9 @@ func (a toolAdapter) Schema() json.RawMessage { return a.t.Schema() }
 func (a toolAdapter) Gated() bool             { return a.t.Gated() } // agent.IsGated adds the mcp__ rule
 
 func (a toolAdapter) Run(ctx context.Context, input json.RawMessage, output func(string)) (agent.Result, error) {
+	if a.cp != nil && agent.IsGated(a) {
+		a.cp.beforeCall(ctx, a.t.Name()) // the call is approved: Run is only called then
+	}
 	env := *a.env
 	env.Output = func(_ string, chunk []byte) { output(string(chunk)) }
 	if c, ok := agent.CallFrom(ctx); ok {

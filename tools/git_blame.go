@@ -24,16 +24,23 @@ func NewGitBlame() Tool { return newGitTool("git_blame", gitBlameDoc, runGitBlam
 
 func runGitBlame(ctx context.Context, env *Env, p *gitBlameParams) (Result, error) {
 	args := []string{"blame", "--date=short", "-w", "--no-textconv"}
+	var start, end int
 	if p.StartLine > 0 || p.EndLine > 0 {
-		start, end := max(p.StartLine, 1), p.EndLine
+		start, end = max(p.StartLine, 1), p.EndLine
 		if end == 0 {
 			end = start + gitBlameSpan
 		}
 		args = append(args, "-L", fmt.Sprintf("%d,%d", start, end))
 	}
+	if env.GoGit {
+		return goGitBlame(ctx, env, p, start, end)
+	}
 	r, err := runGit(ctx, env, append(args, "--", p.Path)...)
 	if err != nil {
 		return Result{}, err
+	}
+	if noGit(r) {
+		return goGitBlame(ctx, env, p, start, end)
 	}
 	return gitResult(r, "No blame output."), nil
 }

@@ -23,9 +23,15 @@ func runGitDiff(ctx context.Context, env *Env, p *gitDiffParams) (Result, error)
 		args = append(args, "--staged")
 		empty = "Nothing staged."
 	}
+	if env.GoGit {
+		return goGitDiff(ctx, env, p, empty)
+	}
 	r, err := runGit(ctx, env, withPath(args, p.Path)...)
 	if err != nil {
 		return Result{}, err
+	}
+	if noGit(r) {
+		return goGitDiff(ctx, env, p, empty)
 	}
 	return gitResult(r, empty), nil
 }

@@ -20,9 +20,15 @@ func runGitShow(ctx context.Context, env *Env, p *gitShowParams) (Result, error)
 	// --end-of-options: a ref such as "--output=x" is a revision, never
 	// an option.
 	args := []string{"show", "--no-color", "--date=short", "--no-ext-diff", "--no-textconv", "--end-of-options", p.Ref}
+	if env.GoGit {
+		return goGitShow(ctx, env, p)
+	}
 	r, err := runGit(ctx, env, withPath(args, p.Path)...)
 	if err != nil {
 		return Result{}, err
+	}
+	if noGit(r) {
+		return goGitShow(ctx, env, p)
 	}
 	return gitResult(r, "Nothing to show."), nil
 }

@@ -19,9 +19,15 @@ type gitStatusParams struct{}
 func NewGitStatus() Tool { return newGitTool("git_status", gitStatusDoc, runGitStatus) }
 
 func runGitStatus(ctx context.Context, env *Env, _ *gitStatusParams) (Result, error) {
+	if env.GoGit {
+		return goGitStatus(ctx, env)
+	}
 	branch, err := runGit(ctx, env, "rev-parse", "--abbrev-ref", "HEAD")
 	if err != nil {
 		return Result{}, err
+	}
+	if noGit(branch) {
+		return goGitStatus(ctx, env)
 	}
 	if branch.failed != nil && strings.Contains(branch.stderr, "unknown revision") {
 		// No commit yet: HEAD names a branch that does not exist.

@@ -446,10 +446,12 @@ func TestGitFailures(t *testing.T) {
 		wantErr  bool
 		goErrors bool
 	}{
-		{name: "git cannot start", run: func(context.Context, sandbox.Command) (sandbox.Result, error) {
+		// Without git in the sandbox the tools read the repository with
+		// go-git; /ws holds none.
+		{name: "git cannot start: go-git reads instead", run: func(context.Context, sandbox.Command) (sandbox.Result, error) {
 			return sandbox.Result{}, fmt.Errorf("start: %w", &exec.Error{Name: "git", Err: exec.ErrNotFound})
-		}, want: "git is not installed or not on PATH.", wantErr: true},
-		{name: "exit 127", run: reply("", "sh: git: not found\n", 127), want: "git is not installed or not on PATH.", wantErr: true},
+		}, want: "/ws is not a git repository.", wantErr: true},
+		{name: "exit 127: go-git reads instead", run: reply("", "sh: git: not found\n", 127), want: "/ws is not a git repository.", wantErr: true},
 		{name: "not a repository", run: reply("", "fatal: not a git repository (or any of the parent directories): .git\n", 128),
 			want: "/ws is not a git repository.", wantErr: true},
 		{name: "stderr", run: reply("out\n", "fatal: bad thing\n", 128), want: "fatal: bad thing", wantErr: true},
@@ -491,5 +493,37 @@ func TestGitOutputCap(t *testing.T) {
 	want := strings.Repeat("é", MaxOutput) + fmt.Sprintf("\n... [truncated %d chars]", gitKeep-MaxOutput)
 	if res.Text != want || res.IsError {
 		t.Errorf("result has %d chars, ends %q; want %d chars ending %q", len([]rune(res.Text)), res.Text[len(res.Text)-40:], len([]rune(want)), want[len(want)-40:])
+	}
+}
+
+// TestGitFallsBackToGoGit: a sandbox without git still answers, through
+// go-git on the host.
+func TestGitFallsBackToGoGit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"-c", "user.name=Ada", "-c", "user.email=ada@example.com", "commit", "-q", "--allow-empty", "-m", "the first commit"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "new.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	env := &Env{Workspace: dir, Root: root, Sandbox: &sandboxtest.Fake{RunFunc: sandboxtest.Reply("", "sh: git: not found\n", 127)}}
+	if res := call(t, NewGitLog(), env, `{}`); res.IsError || !strings.Contains(res.Text, "  Ada  the first commit") {
+		t.Errorf("git_log without git: %q", res.Text)
+	}
+	if res := call(t, NewGitStatus(), env, `{}`); res.IsError || !strings.Contains(res.Text, "new.txt  (untracked)") {
+		t.Errorf("git_status without git: %q", res.Text)
 	}
 }

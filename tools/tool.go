@@ -33,6 +33,11 @@ type Env struct {
 	Root *os.Root
 	// Sandbox runs commands (bash, rg, git).
 	Sandbox sandbox.Sandbox
+	// GoGit makes the git tools read the repository with go-git in this
+	// process instead of running git (--no-sandbox: a repository's hooks,
+	// fsmonitor, filters and diff drivers must never run on the host).
+	// They also fall back to it when the sandbox has no git.
+	GoGit bool
 	// Output, when set, receives live command output (bash streams here).
 	Output func(stream string, chunk []byte)
 }

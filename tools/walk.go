@@ -22,6 +22,18 @@ type WalkOptions struct {
 	IncludeIgnored bool
 	// Limit stops the walk after that many files; 0 means no limit.
 	Limit int
+	// DirLinks yields symlinks to directories as well (never entered), as
+	// git records them; by default they are left out.
+	DirLinks bool
+}
+
+// FileStat is a file's lstat data as WalkStat reports it.
+type FileStat struct {
+	// Mode holds the type and permission bits (fs.ModeSymlink for a link).
+	Mode         fs.FileMode
+	Size         int64
+	MTime, CTime int64 // nanoseconds since the epoch
+	Ino, Dev     uint64
 }
 
 // alwaysSkipped names the entries no walk enters or yields.
@@ -41,7 +53,22 @@ var ignoreFiles = [...]string{".gitignore", ".shiroignore"}
 // fs.SkipAll, Walk stops and returns nil; any other error stops it and is
 // returned. A missing or unreadable opts.Dir is an error.
 func Walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(path string, mode fs.FileMode) error) error {
-	return walk(ctx, root, opts, fn, walkConfig{})
+	return walk(ctx, root, opts, func(p string, mode fs.FileMode, _ func() (FileStat, error)) error {
+		return fn(p, mode)
+	}, walkConfig{})
+}
+
+// WalkStat is Walk with each file's lstat data, read relative to the open
+// directory (no path is resolved again). A file that vanished between the
+// listing and the stat is passed by.
+func WalkStat(ctx context.Context, root *os.Root, opts WalkOptions, fn func(path string, st FileStat) error) error {
+	return walk(ctx, root, opts, func(p string, _ fs.FileMode, stat func() (FileStat, error)) error {
+		st, err := stat()
+		if err != nil {
+			return nil
+		}
+		return fn(p, st)
+	}, walkConfig{})
 }
 
 // walkConfig holds the knobs tests turn.
@@ -50,10 +77,10 @@ type walkConfig struct {
 	failOpen func(rel string) error // when set, called before each directory is opened
 }
 
-func (cfg walkConfig) read(dr *dirReader, d walkDir, withRules bool) ([]fs.DirEntry, []ignoreRule, error) {
+func (cfg walkConfig) read(dr *dirReader, d walkDir, withRules bool) (*os.File, []fs.DirEntry, []ignoreRule, error) {
 	if cfg.failOpen != nil {
 		if err := cfg.failOpen(d.rel); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	return dr.read(d, withRules)
@@ -64,7 +91,7 @@ type walkDir struct {
 	rules []ignoreRule // rules of the ancestors; the directory's own are added when it is read
 }
 
-func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, fs.FileMode) error, cfg walkConfig) error {
+func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, fs.FileMode, func() (FileStat, error)) error, cfg walkConfig) error {
 	start := cleanRel(opts.Dir)
 	var rules []ignoreRule
 	if !opts.IncludeIgnored {
@@ -84,13 +111,28 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 		}
 		d := queue[i]
 		queue[i] = walkDir{}
-		entries, dirRules, err := cfg.read(dr, d, !opts.IncludeIgnored)
+		dir, entries, dirRules, err := cfg.read(dr, d, !opts.IncludeIgnored)
 		if err != nil {
 			if i == 0 {
 				return fmt.Errorf("walk %s: %w", displayRel(start), err)
 			}
 			continue // unreadable directories are skipped
 		}
+		stop, err := walkEntries(dr, dir, d, entries, dirRules, opts, &queue, &yielded, fn)
+		dir.Close()
+		if stop || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkEntries handles one directory's entries: files go to fn, directories
+// to the queue. stop reports the walk is over (fs.SkipAll, the limit, an
+// error).
+func walkEntries(dr *dirReader, dir *os.File, d walkDir, entries []fs.DirEntry, dirRules []ignoreRule, opts WalkOptions, queue *[]walkDir, yielded *int, fn func(string, fs.FileMode, func() (FileStat, error)) error) (bool, error) {
+	root := dr.root
+	{
 		for _, e := range entries {
 			name := e.Name()
 			if alwaysSkipped(name) {
@@ -111,25 +153,26 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 			if !opts.IncludeIgnored && ignored(dirRules, p, name, isDir) {
 				continue
 			}
-			if isDir {
+			if isDir && (mode.IsDir() || !opts.DirLinks) {
 				if mode.IsDir() {
-					queue = append(queue, walkDir{rel: p, rules: dirRules})
+					*queue = append(*queue, walkDir{rel: p, rules: dirRules})
 				}
 				continue
 			}
-			if err := fn(p, mode); err != nil {
+			stat := func() (FileStat, error) { return dr.lstat(dir, p, name) }
+			if err := fn(p, mode, stat); err != nil {
 				if errors.Is(err, fs.SkipAll) {
-					return nil
+					return true, nil
 				}
-				return err
+				return true, err
 			}
-			yielded++
-			if opts.Limit > 0 && yielded >= opts.Limit {
-				return nil
+			*yielded++
+			if opts.Limit > 0 && *yielded >= opts.Limit {
+				return true, nil
 			}
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // Excluded reports whether a walk of the whole workspace would leave out
@@ -190,20 +233,21 @@ func appendDirRules(root *os.Root, dir string, rules []ignoreRule) []ignoreRule 
 
 // read lists d's entries in name order and returns the rules in force for
 // them: d's inherited rules plus those of its own ignore files.
-func (r *dirReader) read(d walkDir, withRules bool) ([]fs.DirEntry, []ignoreRule, error) {
+// The directory stays open for the caller to close.
+func (r *dirReader) read(d walkDir, withRules bool) (*os.File, []fs.DirEntry, []ignoreRule, error) {
 	f, err := r.open(d.rel)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	defer f.Close()
 	entries, err := f.ReadDir(-1)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read directory: %w", err)
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("read directory: %w", err)
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	rules := d.rules
 	if !withRules {
-		return entries, rules, nil
+		return f, entries, rules, nil
 	}
 	for _, name := range ignoreFiles {
 		i, found := slices.BinarySearchFunc(entries, name, func(e fs.DirEntry, n string) int {
@@ -217,7 +261,7 @@ func (r *dirReader) read(d walkDir, withRules bool) ([]fs.DirEntry, []ignoreRule
 			rules = parseIgnore(data, d.rel, rules[:len(rules):len(rules)])
 		}
 	}
-	return entries, rules, nil
+	return f, entries, rules, nil
 }
 
 // cleanRel turns a workspace-relative posix path into the walker's form:

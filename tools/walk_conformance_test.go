@@ -101,7 +101,7 @@ func gitListing(t *testing.T, dir string) []string {
 func walkAll(t *testing.T, root *os.Root, opts WalkOptions, slow bool) []string {
 	t.Helper()
 	var got []string
-	err := walk(t.Context(), root, opts, func(p string, _ fs.FileMode) error {
+	err := walk(t.Context(), root, opts, func(p string, _ fs.FileMode, _ func() (FileStat, error)) error {
 		got = append(got, p)
 		return nil
 	}, walkConfig{slow: slow})

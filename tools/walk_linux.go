@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -81,4 +83,48 @@ func (r *dirReader) readFileIn(dir *os.File, rel, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", joinRel(rel, name), err)
 	}
 	return data, nil
+}
+
+// lstat reads the lstat data of name in the open directory dir (at rel).
+func (r *dirReader) lstat(dir *os.File, rel, name string) (FileStat, error) {
+	if !r.fast {
+		return lstatRoot(r.root, rel)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return FileStat{}, &os.PathError{Op: "fstatat", Path: rel, Err: err}
+	}
+	return statFromUnix(&st), nil
+}
+
+func statFromUnix(st *unix.Stat_t) FileStat {
+	mode := fs.FileMode(st.Mode & 0o777)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFREG:
+	default:
+		mode |= fs.ModeIrregular
+	}
+	return FileStat{
+		Mode: mode, Size: st.Size,
+		MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano(),
+		Ino: st.Ino, Dev: st.Dev,
+	}
+}
+
+// lstatRoot reads rel's lstat data through root.
+func lstatRoot(root *os.Root, rel string) (FileStat, error) {
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return FileStat{}, err
+	}
+	st := FileStat{Mode: fi.Mode(), Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.CTime = sys.Ctim.Nano()
+		st.Ino, st.Dev = sys.Ino, sys.Dev
+	}
+	return st, nil
 }

@@ -23,3 +23,13 @@ func (r *dirReader) open(rel string) (*os.File, error) { return openDir(r.root, 
 func (r *dirReader) readFileIn(_ *os.File, rel, name string) ([]byte, error) {
 	return readRegular(r.root, joinRel(rel, name))
 }
+
+// lstat reads rel's lstat data through the root (inode and change time
+// stay zero here, so unchanged files are recognised by size and mtime).
+func (r *dirReader) lstat(_ *os.File, rel, _ string) (FileStat, error) {
+	fi, err := r.root.Lstat(rel)
+	if err != nil {
+		return FileStat{}, err
+	}
+	return FileStat{Mode: fi.Mode(), Size: fi.Size(), MTime: fi.ModTime().UnixNano()}, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,7 +117,7 @@ func TestWalkSkipsUnreadableDirectories(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t, map[string]string{"a/x.txt": "", "b/y.txt": "", "b/c/z.txt": "", "d.txt": "", "e/w.txt": "", "e/f/v.txt": ""})
 	var got []string
-	err := walk(t.Context(), env.Root, WalkOptions{}, func(p string, _ fs.FileMode) error {
+	err := walk(t.Context(), env.Root, WalkOptions{}, func(p string, _ fs.FileMode, _ func() (FileStat, error)) error {
 		got = append(got, p)
 		return nil
 	}, walkConfig{failOpen: func(rel string) error {
@@ -202,5 +203,46 @@ func TestExcluded(t *testing.T) {
 				t.Errorf("Excluded(%q, %v) = %v", tt.dir, tt.includeIgnored, got)
 			}
 		})
+	}
+}
+
+func TestWalkStat(t *testing.T) {
+	t.Parallel()
+	for _, slow := range []bool{false, true} {
+		env := newTestEnv(t, map[string]string{"a.txt": "hello", "d/b.sh": "#!/bin/sh\n", "d/sub/c": ""})
+		ws := env.Workspace
+		if err := os.Chmod(filepath.Join(ws, "d/b.sh"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("d", filepath.Join(ws, "dirlink")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("a.txt", filepath.Join(ws, "filelink")); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]FileStat{}
+		err := walk(t.Context(), env.Root, WalkOptions{DirLinks: true}, func(p string, _ fs.FileMode, stat func() (FileStat, error)) error {
+			st, err := stat()
+			got[p] = st
+			return err
+		}, walkConfig{slow: slow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"a.txt", "d/b.sh", "d/sub/c", "dirlink", "filelink"}
+		if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, want) {
+			t.Fatalf("slow=%v: walked %v, want %v (a symlink to a directory is yielded with DirLinks)", slow, keys, want)
+		}
+		for _, p := range want {
+			fi, err := os.Lstat(filepath.Join(ws, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sys := fi.Sys().(*syscall.Stat_t)
+			st := got[p]
+			if st.Mode != fi.Mode() || st.Size != fi.Size() || st.MTime != fi.ModTime().UnixNano() || st.Ino != sys.Ino {
+				t.Errorf("slow=%v: %s: stat %+v, lstat says mode %v size %d mtime %d ino %d", slow, p, st, fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), sys.Ino)
+			}
+		}
 	}
 }

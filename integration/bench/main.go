@@ -29,10 +29,13 @@ func main() {
 		{"mcp", mcpBench},
 		{"shape", shapeBench},
 		{"network", networkBench},
+		{"undo", undoBench},
 	} {
-		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape)
-		// runs only the sections named.
-		if names := append(os.Args[1:], strings.Fields(only)...); len(names) > 0 && !slices.Contains(names, b.name) {
+		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape,
+		// SHIRO_BENCH=undo,git) runs only the sections named.
+		names := append(os.Args[1:], strings.Fields(only)...)
+		names = append(names, strings.FieldsFunc(os.Getenv("SHIRO_BENCH"), func(r rune) bool { return r == ',' })...)
+		if len(names) > 0 && !slices.Contains(names, b.name) {
 			continue
 		}
 		if err := b.run(ctx, r); err != nil {

@@ -40,6 +40,8 @@ func commands() []*command {
 		{name: "context", summary: "instruction files and the context estimate", offline: true, run: (*Model).cmdContext},
 		{name: "cost", summary: "tokens and spend of this session", offline: true, run: (*Model).cmdCost},
 		{name: "compact", summary: "replace the history with a model-written summary", run: (*Model).cmdCompact},
+		{name: "undo", args: "[n]", summary: "take back the last (n) turns: files and conversation", offline: true, run: (*Model).cmdUndo},
+		{name: "diff", args: "[turn]", summary: "the files this session (or turn) changed", offline: true, run: (*Model).cmdDiff},
 		{name: "todos", summary: "the task list", offline: true, run: (*Model).cmdTodos},
 		{name: "notes", summary: "what shiro remembers about this project", offline: true, run: (*Model).cmdNotes},
 		{name: "memory", summary: "merge the notes never recalled, with the model", run: (*Model).cmdMemory},
@@ -506,6 +508,9 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		m.sessionID = msg.rec.ID
+		if u, ok := m.rt.sess.(undoer); ok {
+			u.SetSessionID(msg.rec.ID)
+		}
 		m.stats = m.rt.stats()
 		m.replay(m.rt.sess.Messages())
 		m.printInfo(fmt.Sprintf("resumed %s: %d messages - %s", msg.rec.ID[:8], msg.n, msg.rec.Title))

@@ -253,6 +253,14 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case compactedMsg:
 		m.compacted(msg)
 		return nil
+	case undoPlanMsg:
+		return m.undoPlanned(msg)
+	case undoneMsg:
+		m.undone(msg)
+		return nil
+	case diffMsg:
+		m.showDiff(msg)
+		return nil
 	case askMsg:
 		return m.showAsk(msg)
 	case askGoneMsg:

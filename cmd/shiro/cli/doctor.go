@@ -21,6 +21,7 @@ import (
 
 	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/trust"
 	"github.com/shiroagent/shiro/sandbox"
@@ -127,6 +128,7 @@ func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
 	d.checkProvider(ctx, cfg, client)
+	d.checkCheckpoints(paths.DataDir)
 	if !opts.NoMCP {
 		d.checkMCP(ctx, cfg, sc, f.Version)
 	}
@@ -152,6 +154,18 @@ func (d *doctor) reportTrust(st trust.State) {
 	for _, a := range st.Asks {
 		fmt.Fprintf(d.out, "            %s\n", a)
 	}
+}
+
+// checkCheckpoints reports the size of the undo checkpoints of every
+// workspace.
+func (d *doctor) checkCheckpoints(dataDir string) {
+	dir := orchestrator.CheckpointsDir(dataDir)
+	n, err := checkpoint.Size(dir)
+	if err != nil {
+		d.fail("checkpoints", fmt.Sprintf("cannot read %s: %v", dir, err), "check the permissions of the data directory")
+		return
+	}
+	d.ok("checkpoints", "%s in %s (the last 50 turns or 7 days of each workspace)", formatBytes(n), dir)
 }
 
 // checkMCP connects the configured MCP servers as a session would (the

@@ -230,6 +230,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdTool(f, sf, nil),
 		NewCmdTools(f),
 		NewCmdSessions(f),
+		NewCmdUndo(f, nil),
 		NewCmdSandbox(f, sf),
 		NewCmdImage(f, nil),
 		NewCmdDoctor(f, sf, nil),

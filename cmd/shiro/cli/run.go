@@ -150,6 +150,7 @@ func (f *Factory) sessionOptions(cfg config.Config, paths config.Paths, ws strin
 		NoMemory:       opts.NoMemory,
 		NoSkills:       opts.NoSkills,
 		NoSubagent:     opts.NoSubagent,
+		SessionID:      rec.ID,
 	}
 	so.MCPServers, so.ProjectMCPServers, so.NoMCP = cfg.MCPServers, cfg.ProjectMCPServers, opts.NoMCP
 	return so

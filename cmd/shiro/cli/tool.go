@@ -80,12 +80,14 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 		return fmt.Errorf("open the workspace: %w", err)
 	}
 	defer root.Close()
-	sb := orchestrator.NewLazy(f.sandboxConfig(cfg, paths, ws, opts.Sandbox))
+	sc := f.sandboxConfig(cfg, paths, ws, opts.Sandbox)
+	sb := orchestrator.NewLazy(sc)
 	defer sb.Close()
 	env := &tools.Env{
 		Workspace: ws,
 		Root:      root,
 		Sandbox:   sb,
+		GoGit:     sc.NoSandbox,
 		Output: func(_ string, chunk []byte) {
 			f.ErrOut.Write(chunk) //nolint:errcheck // live output is best effort
 		},

@@ -1,0 +1,316 @@
+package checkpoint
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Plan is what putting the workspace back to a checkpoint would do.
+type Plan struct {
+	Target Checkpoint
+	// Changes turn the workspace as it is now into the target.
+	Changes []FileChange
+	// UserChanged are files of Changes that changed after the turns being
+	// undone ended (the user's edits): they are overwritten only when the
+	// caller says so.
+	UserChanged []string
+	// Unrestorable are files too large to record that differ between the
+	// target and now: left as they are.
+	Unrestorable []string
+
+	current State
+}
+
+// Plan compares the workspace now with target. since is the checkpoint
+// taken when the last turn being undone ended (nil when there is none):
+// files changed after it are the user's.
+func (s *Store) Plan(ctx context.Context, target Checkpoint, since *Checkpoint) (Plan, error) {
+	unlock, err := s.lock()
+	if err != nil {
+		return Plan{}, err
+	}
+	defer unlock()
+	h, skipped, err := s.snapshot(ctx)
+	if err != nil {
+		return Plan{}, err
+	}
+	p := Plan{Target: target, current: State{Tree: h.String(), Skipped: skipped}}
+	if p.Changes, err = s.changes(ctx, p.current.Tree, target.Tree); err != nil {
+		return Plan{}, err
+	}
+	p.Unrestorable = unrestorable(target.Skipped, skipped)
+	p.Changes = dropPaths(p.Changes, target.Skipped, skipped)
+	if since != nil {
+		user, err := s.changes(ctx, since.Tree, p.current.Tree)
+		if err != nil {
+			return Plan{}, err
+		}
+		touched := map[string]bool{}
+		for _, c := range p.Changes {
+			touched[c.Path] = true
+		}
+		for _, c := range user {
+			if touched[c.Path] {
+				p.UserChanged = append(p.UserChanged, c.Path)
+			}
+		}
+	}
+	return p, nil
+}
+
+// unrestorable names the large files that differ between a and b.
+func unrestorable(a, b map[string]SkippedFile) []string {
+	var out []string
+	for p, x := range a {
+		if y, ok := b[p]; !ok || x != y {
+			out = append(out, p)
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// dropPaths removes the changes of paths that either side skipped: the
+// target's content is not in the store, and the present file must not be
+// taken for one the target did not have.
+func dropPaths(chs []FileChange, a, b map[string]SkippedFile) []FileChange {
+	if len(a) == 0 && len(b) == 0 {
+		return chs
+	}
+	out := chs[:0]
+	for _, c := range chs {
+		_, inA := a[c.Path]
+		_, inB := b[c.Path]
+		if !inA && !inB {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Apply puts the workspace back to p.Target, leaving the paths in keep as
+// they are. It first records a KindUndo checkpoint of the workspace (so an
+// undo can itself be undone) and works from what it finds then. Every new
+// content is written to a temporary file beside its destination before
+// anything is deleted or renamed, so a failure while reading the store or
+// writing leaves the workspace as it was; the renames and deletions come
+// last. It returns the changes made.
+func (s *Store) Apply(ctx context.Context, p Plan, keep map[string]bool) ([]FileChange, error) {
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	before, err := s.record(ctx, Meta{Session: p.Target.Session, Turn: p.Target.Turn, Kind: KindUndo})
+	if err != nil {
+		return nil, err
+	}
+	chs, err := s.changes(ctx, before.Tree, p.Target.Tree)
+	if err != nil {
+		return nil, err
+	}
+	chs = dropPaths(chs, p.Target.Skipped, before.Skipped)
+	var todo []FileChange
+	for _, c := range chs {
+		if !keep[c.Path] {
+			todo = append(todo, c)
+		}
+	}
+	target, err := s.tree(p.Target.Tree)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.restore(ctx, todo, target); err != nil {
+		return nil, err
+	}
+	return todo, nil
+}
+
+// pending is one file to put in place.
+type pending struct {
+	c   FileChange
+	tmp string // the temporary file beside it, once written
+}
+
+func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tree) error {
+	var writes []*pending
+	var deletes []string
+	for _, c := range chs {
+		if c.Action == Deleted {
+			deletes = append(deletes, c.Path)
+			continue
+		}
+		if err := s.objs.HasEncodedObject(c.newHash); err != nil {
+			return fmt.Errorf("restore %s: the checkpoint lacks its content: %w", c.Path, err)
+		}
+		writes = append(writes, &pending{c: c})
+	}
+	cleanup := func() {
+		for _, w := range writes {
+			if w.tmp != "" {
+				_ = s.root.Remove(w.tmp)
+			}
+		}
+	}
+	// 1. New content beside the files whose directory is there already.
+	for _, w := range writes {
+		if err := ctx.Err(); err != nil {
+			cleanup()
+			return err
+		}
+		if fi, err := s.root.Lstat(dirOf(w.c.Path)); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := s.writeTemp(w); err != nil {
+			cleanup()
+			return err
+		}
+	}
+	// 2. Deletions, deepest first, and the directories they empty that the
+	// target has not.
+	sort.Slice(deletes, func(i, j int) bool { return deletes[i] > deletes[j] })
+	var errs []error
+	for _, p := range deletes {
+		if err := s.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+		}
+	}
+	s.removeEmptyDirs(deletes, target)
+	// 3. The files whose directory had to be made, then every rename.
+	for _, w := range writes {
+		if w.tmp != "" {
+			continue
+		}
+		if err := s.root.MkdirAll(dirOf(w.c.Path), 0o755); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s: %w", w.c.Path, err))
+			continue
+		}
+		if err := s.writeTemp(w); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The new contents reach the disk before any rename makes them the
+	// files' (one sync of the file system rather than one per file).
+	if err := syncRoot(s.root); err != nil {
+		cleanup()
+		return errors.Join(append(errs, fmt.Errorf("sync the workspace: %w", err))...)
+	}
+	for _, w := range writes {
+		if w.tmp == "" {
+			continue
+		}
+		if fi, err := s.root.Lstat(w.c.Path); err == nil && fi.IsDir() {
+			// A directory the turn made where the target has a file: empty
+			// now unless it holds files the walker does not list.
+			_ = s.root.Remove(w.c.Path)
+		}
+		if err := s.root.Rename(w.tmp, w.c.Path); err != nil {
+			_ = s.root.Remove(w.tmp)
+			errs = append(errs, fmt.Errorf("restore %s: %w", w.c.Path, err))
+		}
+		w.tmp = ""
+	}
+	return errors.Join(errs...)
+}
+
+// writeTemp writes w's content to a temporary file in its directory, with
+// the mode it must have.
+func (s *Store) writeTemp(w *pending) error {
+	data, err := s.readBlob(w.c.newHash)
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", w.c.Path, err)
+	}
+	var suffix [6]byte
+	_, _ = rand.Read(suffix[:])
+	tmp := path.Join(dirOf(w.c.Path), ".shiro-undo-"+hex.EncodeToString(suffix[:]))
+	if w.c.newFM == filemode.Symlink {
+		if err := s.root.Symlink(string(data), tmp); err != nil {
+			return fmt.Errorf("restore %s: %w", w.c.Path, err)
+		}
+		w.tmp = tmp
+		return nil
+	}
+	perm, exact := s.permFor(w.c)
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", w.c.Path, err)
+	}
+	w.tmp = tmp
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("restore %s: %w", w.c.Path, err)
+	}
+	if !exact {
+		return nil
+	}
+	if err := s.root.Chmod(tmp, perm); err != nil { // past the umask
+		return fmt.Errorf("restore %s: %w", w.c.Path, err)
+	}
+	return nil
+}
+
+// permFor keeps the permission bits of the file there now, with the
+// executable bits the target has (exact); a new file gets 0644 or 0755
+// less the umask.
+func (s *Store) permFor(c FileChange) (perm fs.FileMode, exact bool) {
+	exec := c.newFM == filemode.Executable
+	fi, err := s.root.Lstat(c.Path)
+	if err != nil || !fi.Mode().IsRegular() {
+		if exec {
+			return 0o755, false
+		}
+		return 0o644, false
+	}
+	perm = fi.Mode().Perm()
+	if exec {
+		return perm | (perm&0o444)>>2, true
+	}
+	return perm &^ 0o111, true
+}
+
+// removeEmptyDirs removes the directories of deleted files, innermost
+// first, that are empty now and that the target does not have.
+func (s *Store) removeEmptyDirs(deleted []string, target *object.Tree) {
+	dirs := map[string]bool{}
+	for _, p := range deleted {
+		for d := dirOf(p); d != "."; d = dirOf(d) {
+			dirs[d] = true
+		}
+	}
+	list := make([]string, 0, len(dirs))
+	for d := range dirs {
+		list = append(list, d)
+	}
+	sort.Slice(list, func(i, j int) bool { return strings.Count(list[i], "/") > strings.Count(list[j], "/") })
+	for _, d := range list {
+		if e, err := target.FindEntry(d); err == nil && e.Mode == filemode.Dir {
+			continue
+		}
+		_ = s.root.Remove(d) // fails, as it should, on a directory that is not empty
+	}
+}
+
+func dirOf(p string) string {
+	d := path.Dir(p)
+	if d == "" {
+		return "."
+	}
+	return d
+}
