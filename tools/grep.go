@@ -15,8 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
-
-	"github.com/shiroagent/shiro/sandbox"
 )
 
 //go:embed grep.md
@@ -58,23 +56,7 @@ func NewGrep() Tool {
 // the sandbox, not the Env: the agent runs each call on a copy of the
 // session's Env, and every sandbox.Sandbox is a pointer.
 type grepTool struct {
-	mu   sync.Mutex
-	noRg map[sandbox.Sandbox]bool
-}
-
-func (g *grepTool) rgMissing(sb sandbox.Sandbox) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.noRg[sb]
-}
-
-func (g *grepTool) setRgMissing(sb sandbox.Sandbox) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.noRg == nil {
-		g.noRg = map[sandbox.Sandbox]bool{}
-	}
-	g.noRg[sb] = true
+	noRg sync.Map // sandbox.Sandbox -> true
 }
 
 // grepFailure is a search that failed in a way the model can act on
@@ -126,10 +108,10 @@ func (g *grepTool) search(ctx context.Context, env *Env, p *grepParams, inc incl
 	if err != nil {
 		return nil, err
 	}
-	if !g.rgMissing(env.Sandbox) {
+	if _, missing := g.noRg.Load(env.Sandbox); !missing {
 		hits, err := searchRg(ctx, env, p, files)
 		if errors.Is(err, errRgMissing) {
-			g.setRgMissing(env.Sandbox)
+			g.noRg.Store(env.Sandbox, true)
 		}
 		if !errors.Is(err, errRgMissing) && !errors.Is(err, errRgFailed) {
 			return hits, err
