@@ -151,7 +151,7 @@ func newIncludeFilter(include string) (includeFilter, bool) {
 		include = include[2:]
 	}
 	if include == "" || include == grepDefaultInclude || include == "**" {
-		return includeFilter{pattern: grepDefaultInclude, all: true}, true
+		return includeFilter{all: true}, true
 	}
 	if !doublestar.ValidatePattern(include) {
 		return includeFilter{}, false
@@ -205,6 +205,15 @@ func (s *hitSet) wouldKeep(path string) bool { return s.last == "" || path <= s.
 // full reports whether more than k lines matched: the first k are then
 // known once every file that sorts before the k-th hit's is searched.
 func (s *hitSet) full() bool { return s.total > s.k }
+
+// merge adds the hits of o, a set of other files.
+func (s *hitSet) merge(o *hitSet) {
+	s.total += o.total
+	s.hits = append(s.hits, o.hits...)
+	if len(s.hits) >= 2*s.k {
+		s.cut()
+	}
+}
 
 func (s *hitSet) add(f *fileHits) {
 	s.total += f.count

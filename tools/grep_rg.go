@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,24 +42,34 @@ func rgArgs(p *grepParams, text bool, files []string) []string {
 }
 
 // searchRg searches files (sorted) with rg in the sandbox, in batches
-// that fit an argv, in path order: once more than GrepHitLimit lines
-// matched, the files left sort after every hit kept and are not searched.
-// The binary files that matched are then judged by the shared rule: those
-// it calls text (their first NUL is past the sniffed bytes) are searched
-// again, as text.
+// that fit an argv, rgRunsAtOnce at a time (measured: one rg given many
+// file names gains little from its own threads), their hits taken in path
+// order: once more than GrepHitLimit lines matched, the files left sort
+// after every hit kept and are not searched. The binary files that matched
+// are then judged by the shared rule: those it calls text (their first NUL
+// is past the sniffed bytes) are searched again, as text.
 func searchRg(ctx context.Context, env *Env, p *grepParams, files []string) (*hitSet, error) {
 	if len(files) == 0 {
 		files = []string{os.DevNull} // still let rg judge the pattern
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx) // stops the runs not needed
+	defer cancel()
+	batches := slices.Collect(rgBatches(files))
+	runs := make([]*rgRun, len(batches))
 	hits := newHitSet(GrepHitLimit)
 	var binary []*rgFile
-	for batch := range rgBatches(files) {
-		if hits.full() {
-			break
+	for i, started := 0, 0; i < len(batches) && !hits.full(); i++ {
+		for ; started < min(i+rgRunsAtOnce, len(batches)); started++ {
+			runs[started] = startRg(ctx, &wg, env, p, batches[started])
 		}
-		if err := rgSearch(ctx, env, p, false, batch, hits, &binary); err != nil {
+		<-runs[i].done
+		if err := runs[i].err; err != nil {
 			return nil, err
 		}
+		hits.merge(runs[i].hits)
+		binary = append(binary, runs[i].binary...)
 	}
 	var text []string
 	for _, f := range binary {
@@ -76,6 +87,30 @@ func searchRg(ctx context.Context, env *Env, p *grepParams, files []string) (*hi
 		}
 	}
 	return hits, nil
+}
+
+// rgRunsAtOnce is how many rg runs search batches at the same time.
+var rgRunsAtOnce = min(runtime.NumCPU(), 4)
+
+// rgRun is one batch searched in the background: what it found is kept
+// apart until the batches before it are taken.
+type rgRun struct {
+	hits   *hitSet
+	binary []*rgFile
+	err    error
+	done   chan struct{} // closed when the run ended
+}
+
+// startRg starts a run over batch; wg counts it until it ends.
+func startRg(ctx context.Context, wg *sync.WaitGroup, env *Env, p *grepParams, batch []string) *rgRun {
+	r := &rgRun{hits: newHitSet(GrepHitLimit), done: make(chan struct{})}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(r.done)
+		r.err = rgSearch(ctx, env, p, false, batch, r.hits, &r.binary)
+	}()
+	return r
 }
 
 // rgBatches cuts files into runs whose names fit in rgArgBytes.
