@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,8 +88,9 @@ func searchRg(ctx context.Context, env *Env, p *grepParams, files []string) (*hi
 	return hits, nil
 }
 
-// rgRunsAtOnce is how many rg runs search batches at the same time.
-var rgRunsAtOnce = min(runtime.NumCPU(), 4)
+// rgRunsAtOnce is how many rg runs search batches at the same time, more
+// than most sandboxes have CPUs: much of a run waits on stat and open.
+const rgRunsAtOnce = 4
 
 // rgRun is one batch searched in the background: what it found is kept
 // apart until the batches before it are taken.
