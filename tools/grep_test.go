@@ -418,12 +418,11 @@ func TestGrep(t *testing.T) {
 }
 
 // TestGrepRgArgv checks the argv rg gets: the spec's flags, fixed, never a
-// shell string, in the workspace, with the 60 s timeout.
+// shell string, in the workspace, with the 60 s timeout, and the walker's
+// files by name after "--".
 func TestGrepRgArgv(t *testing.T) {
 	t.Parallel()
 	base := []string{"rg", "--no-config", "--line-number", "--no-heading", "--color", "never", "--max-count", "200", "--with-filename", "--null", "--encoding", "none"}
-	tree := []string{"--no-require-git", "--hidden", "--binary", "--no-ignore-dot", "--no-ignore-global", "--no-ignore-parent"}
-	skip := []string{"--glob", "!.git", "--glob", "!node_modules"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
 	tests := []struct {
 		name  string
@@ -431,11 +430,11 @@ func TestGrepRgArgv(t *testing.T) {
 		want  []string
 	}{
 		{"defaults", map[string]any{"pattern": "a b; $(x)"},
-			cat(base, tree, skip, []string{"--regexp", "a b; $(x)", "."})},
+			cat(base, []string{"--regexp", "a b; $(x)", "--", "a.go"})},
 		{"every option", map[string]any{"pattern": "-x", "include": "*.go", "ignoreCase": true, "includeIgnored": true},
-			cat(base, []string{"--ignore-case"}, tree, []string{"--no-ignore", "--glob", "*.go"}, skip, []string{"--regexp", "-x", "."})},
+			cat(base, []string{"--ignore-case", "--regexp", "-x", "--", "a.go"})},
 		{"include rg would read differently is filtered in Go only", map[string]any{"pattern": "x", "include": `!a\*`},
-			cat(base, tree, skip, []string{"--regexp", "x", "."})},
+			cat(base, []string{"--regexp", "x", "--", os.DevNull})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -780,8 +779,9 @@ func generateGrepTree(dir string, files int, seed int64) error {
 	})
 }
 
-// TestGrepByName checks which files rg is given by name: only those its
-// traversal would miss, and the hits are those of the Go search.
+// TestGrepByName checks which files rg is given by name: the walker's, in
+// path order, whatever rg's own ignore rules would say of them, and the
+// hits are those of the Go search.
 func TestGrepByName(t *testing.T) {
 	t.Parallel()
 	requireRg(t)
@@ -796,17 +796,107 @@ func TestGrepByName(t *testing.T) {
 	if err := os.Symlink("../rules", filepath.Join(env.Workspace, "linked", ".gitignore")); err != nil {
 		t.Fatal(err)
 	}
-	inc, _ := newIncludeFilter("")
-	scope := &grepScope{done: make(chan struct{})}
-	scope.walk(t.Context(), env, inc, newRgView(env, false))
-	want := []string{"linked/a.txt", "linked/b.txt", "rg/.rgignore", "rg/a.txt", "sub/build/c.txt", "sub/keep.log"}
-	if scope.err != nil || !slices.Equal(scope.byName, want) {
-		t.Errorf("by name %q (%v), want %q", scope.byName, scope.err, want)
-	}
+	var named []string
+	sb := localSandbox(t, env.Workspace)
+	env.Sandbox = &sandboxtest.Fake{RunFunc: func(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+		named = append(named, cmd.Args[slices.Index(cmd.Args, "--")+1:]...)
+		return sb.Run(ctx, cmd)
+	}}
 	const hits = "a.txt:1: needle\nlinked/a.txt:1: needle\nlinked/b.txt:1: needle\nrg/a.txt:1: needle\n" +
 		"sub/b.txt:1: needle\nsub/build/c.txt:1: needle\nsub/keep.log:1: needle"
+	checkResult(t, call(t, NewGrep(), env, `{"pattern":"needle"}`), hits, false)
+	want := []string{".gitignore", "a.txt", "linked/a.txt", "linked/b.txt", "rg/.rgignore", "rg/a.txt", "rules",
+		"sub/.shiroignore", "sub/b.txt", "sub/build/c.txt", "sub/keep.log"}
+	if !slices.Equal(named, want) {
+		t.Errorf("rg given %q, want %q", named, want)
+	}
 	for _, mode := range grepModes {
 		env.Sandbox = mode.sandbox(t, env.Workspace)
 		checkResult(t, call(t, NewGrep(), env, `{"pattern":"needle"}`), hits, false)
+	}
+}
+
+// TestGrepBatches checks that rg is given the walker's files in path order,
+// in runs whose names fit in rgArgBytes, and that once more than 200 lines
+// matched the runs left (whose files sort after every hit kept) are not
+// started.
+func TestGrepBatches(t *testing.T) {
+	t.Parallel()
+	requireRg(t)
+	// Names of about 2 KiB: a little over 120 to a run.
+	var deep []string
+	for i := range 10 {
+		deep = append(deep, fmt.Sprintf("%d%s", i, strings.Repeat("x", 199)))
+	}
+	dir := strings.Join(deep, "/")
+	files := map[string]string{}
+	var names []string
+	for i := range 130 * (rgRunsAtOnce + 2) {
+		name := fmt.Sprintf("%s/f%04d.txt", dir, i)
+		names = append(names, name)
+		files[name] = "needle\nhaystack\nneedle\n"
+	}
+	slices.Sort(names)
+	env := newTestEnv(t, files)
+	sb := localSandbox(t, env.Workspace)
+	var mu sync.Mutex
+	var runs [][]string
+	env.Sandbox = &sandboxtest.Fake{RunFunc: func(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+		mu.Lock()
+		runs = append(runs, cmd.Args[slices.Index(cmd.Args, "--")+1:])
+		mu.Unlock()
+		return sb.Run(ctx, cmd)
+	}}
+
+	checkResult(t, call(t, NewGrep(), env, `{"pattern":"nothing"}`), "No matches.", false)
+	if len(runs) <= rgRunsAtOnce+1 {
+		t.Fatalf("%d rg runs for %d long names, want over %d", len(runs), len(names), rgRunsAtOnce+1)
+	}
+	slices.SortFunc(runs, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	var all []string
+	for i, run := range runs {
+		size := 0
+		for _, name := range run {
+			size += len(name) + 1
+		}
+		if size > rgArgBytes {
+			t.Errorf("run %d names %d bytes, over %d", i, size, rgArgBytes)
+		}
+		all = append(all, run...)
+	}
+	if !slices.Equal(all, names) {
+		t.Errorf("rg given %d names in all, want the walker's %d in path order", len(all), len(names))
+	}
+
+	runs = nil
+	var want []string
+	for _, name := range names[:100] {
+		want = append(want, name+":1: needle", name+":3: needle")
+	}
+	// The long names make the result pass the output cap.
+	got := call(t, NewGrep(), env, `{"pattern":"needle"}`)
+	if wantText := Cap(strings.Join(want, "\n") + "\n... [hit limit 200]"); got.Text != wantText || got.IsError {
+		t.Errorf("result (%d lines) differs from the first 200 hits by path, capped (%d lines)",
+			strings.Count(got.Text, "\n"), strings.Count(wantText, "\n"))
+	}
+	if len(runs) > rgRunsAtOnce {
+		t.Errorf("%d rg runs after the hit limit was passed in the first, want at most %d", len(runs), rgRunsAtOnce)
+	}
+}
+
+// TestGrepMissingRgOnEnvCopies: the agent runs each call on a copy of the
+// session's Env; a missing rg is still found once per sandbox.
+func TestGrepMissingRgOnEnvCopies(t *testing.T) {
+	t.Parallel()
+	session := newTestEnv(t, map[string]string{"a.txt": "needle\n"})
+	calls := 0
+	session.Sandbox = noRg(localSandbox(t, session.Workspace), &calls)
+	tool := NewGrep()
+	for range 3 {
+		env := *session
+		checkResult(t, call(t, tool, &env, `{"pattern":"needle"}`), "a.txt:1: needle", false)
+	}
+	if calls != 1 {
+		t.Errorf("rg tried %d times over three calls on copies of one Env, want 1", calls)
 	}
 }

@@ -82,7 +82,9 @@ func toolsBench(ctx context.Context, r *report) error {
 	defer sb.Close()
 	env := &tools.Env{Workspace: dir, Root: root, Sandbox: sb}
 	grep := tools.NewGrep()
-	for _, pattern := range []string{"README", `main\.go`} {
+	// README and main\.go match more than 200 lines; zqxj matches none, so
+	// every file is searched.
+	for _, pattern := range []string{"README", `main\.go`, "zqxj"} {
 		input, _ := json.Marshal(map[string]string{"pattern": pattern})
 		var hits int
 		runTool := func() error {
@@ -120,7 +122,11 @@ func toolsBench(ctx context.Context, r *report) error {
 		gr := float64(median(viaTool)) / float64(median(direct))
 		r.add(fmt.Sprintf("grep %q through the tool, median of 9, alternating with rg (%d lines)", pattern, hits), ms(median(viaTool)), "", true)
 		r.add(fmt.Sprintf("rg %q directly in the same container", pattern), ms(median(direct)), "", true)
-		r.add("grep tool / rg", fmt.Sprintf("%.2fx", gr), "<= 1.3x", gr <= 1.3)
+		target, ok := "<= 1.3x", gr <= 1.3
+		if pattern == "zqxj" {
+			target, ok = "", true // shown; issue 16 set no target for it
+		}
+		r.add("grep tool / rg", fmt.Sprintf("%.2fx", gr), target, ok)
 	}
 
 	// read_many_files of 20 files against 20 sequential read_file calls.
