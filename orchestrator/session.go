@@ -323,7 +323,7 @@ func (s *Session) offeredList() []offeredTool {
 		}
 	}
 	for _, t := range tools.Offered(s.builtins, s.sets) {
-		add(toolAdapter{t: t, env: s.env}, string(t.Set()))
+		add(toolAdapter{t: t, env: s.env, cp: s.cp}, string(t.Set()))
 	}
 	for _, t := range s.sessionTools {
 		add(t, KindSession)

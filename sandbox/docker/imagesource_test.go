@@ -151,7 +151,8 @@ func TestResolveDockerfileBuildGetsTheSessionLimits(t *testing.T) {
 	if _, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws}, &imageBuilds{}); err != nil {
 		t.Fatal(err)
 	}
-	if o := eng.builds[0]; o.NetworkMode != "bridge" || o.Memory != 4<<30 || o.CPUQuota != 200000 {
+	// The default session network is ask, and a build cannot ask: none.
+	if o := eng.builds[0]; o.NetworkMode != "none" || o.Memory != 4<<30 || o.CPUQuota != 200000 {
 		t.Errorf("default build options: %q %d %d", o.NetworkMode, o.Memory, o.CPUQuota)
 	}
 }
@@ -295,7 +296,7 @@ func TestResolveDockerfileBuildErrorNamesTheStep(t *testing.T) {
 	writeTree(t, ws, map[string]string{"Dockerfile": "FROM x\nRUN false\n"})
 	eng := newFakeEngine()
 	eng.buildOut = `{"stream":"Step 2/2 : RUN false"}` + "\n" + `{"errorDetail":{"code":1,"message":"The command '/bin/sh -c false' returned a non-zero code: 1"}}`
-	_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws}, &imageBuilds{})
+	_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws, Build: BuildLimits{Network: NetworkOpen}}, &imageBuilds{})
 	want := "build the image from " + filepath.Join(ws, "Dockerfile") + ": step 2/2 (RUN false): The command '/bin/sh -c false' returned a non-zero code: 1"
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v\nwant %s", err, want)
@@ -448,5 +449,14 @@ func TestSharedBuildOutlivesTheCallerThatStarted(t *testing.T) {
 	}
 	if len(eng.builds) != 1 || eng.contexts[0]["a.txt"] != "aaa" {
 		t.Errorf("%d builds, context %v", len(eng.builds), eng.contexts)
+	}
+}
+
+func TestBuildNetwork(t *testing.T) {
+	t.Parallel()
+	for session, want := range map[string]string{"": "none", NetworkAsk: "none", NetworkNone: "none", NetworkOpen: "bridge", "bridge": "bridge"} {
+		if got := BuildNetwork(session); got != want {
+			t.Errorf("BuildNetwork(%q) = %q, want %q", session, got, want)
+		}
 	}
 }
