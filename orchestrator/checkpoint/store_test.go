@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -342,5 +343,40 @@ func TestPruneKeepsTheLastTurnsAndSweeps(t *testing.T) {
 	}
 	if n, err := Size(filepath.Dir(fx.store.Dir())); err != nil || n == 0 {
 		t.Errorf("Size = %d, %v", n, err)
+	}
+}
+
+// TestUndoNeverWritesThroughAPlantedSymlink: a turn replaces a directory
+// with a symlink to a place outside the workspace (as a command in the
+// sandbox can); undoing the turn puts files back inside the workspace
+// only, and the place outside is left as it was.
+func TestUndoNeverWritesThroughAPlantedSymlink(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, Options{})
+	outside := t.TempDir()
+	write(t, outside, map[string]string{"keep": "host file\n"})
+	hostBefore := state(t, outside)
+	write(t, fx.ws, map[string]string{"src/x.go": "package x\n", "a.txt": "alpha\n"})
+	cp := fx.record(t, Meta{Session: "s", Turn: 1, Kind: KindTurn})
+
+	sh(t, fx.ws,
+		func(d string) error { return os.RemoveAll(filepath.Join(d, "src")) },
+		func(d string) error { return os.Symlink(outside, filepath.Join(d, "src")) },
+		func(d string) error { return os.Remove(filepath.Join(d, "a.txt")) },
+		func(d string) error { return os.Symlink(filepath.Join(outside, "keep"), filepath.Join(d, "a.txt")) },
+	)
+	end := fx.record(t, Meta{Session: "s", Turn: 1, Kind: KindEnd})
+	plan, err := fx.store.Plan(t.Context(), cp, &end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, applyErr := fx.store.Apply(t.Context(), plan, nil)
+	if got := state(t, outside); fmt.Sprint(got) != fmt.Sprint(hostBefore) {
+		t.Errorf("the undo changed a directory outside the workspace (apply error %v):\n got %v\nwant %v", applyErr, got, hostBefore)
+	}
+	if applyErr == nil {
+		if got := state(t, fx.ws); got["src/x.go"] != "-rw-r--r-- package x\n" || got["a.txt"] != "-rw-r--r-- alpha\n" {
+			t.Errorf("the undo did not put the files back in the workspace: %v", got)
+		}
 	}
 }
