@@ -165,13 +165,9 @@ func ListTurns(ctx context.Context, st *checkpoint.Store, session string) ([]Tur
 // PlanUndo plans putting the workspace back to before turn (0: the last
 // turn) of session.
 func PlanUndo(ctx context.Context, st *checkpoint.Store, session string, turn int) (*UndoPlan, error) {
-	list, err := st.List(session)
+	list, turns, err := sessionTurns(st, session)
 	if err != nil {
 		return nil, err
-	}
-	turns := checkpoint.Turns(list, session)
-	if len(turns) == 0 {
-		return nil, ErrNothingToUndo
 	}
 	if turn == 0 {
 		turn = turns[len(turns)-1].Turn
@@ -344,13 +340,9 @@ func (s *Session) Diff(ctx context.Context, turn int) ([]FileDiff, error) {
 // DiffTurns is the diff of a turn of session (turn 0: from before its
 // first recorded turn to the workspace now).
 func DiffTurns(ctx context.Context, st *checkpoint.Store, session string, turn int) ([]FileDiff, error) {
-	list, err := st.List(session)
+	list, turns, err := sessionTurns(st, session)
 	if err != nil {
 		return nil, err
-	}
-	turns := checkpoint.Turns(list, session)
-	if len(turns) == 0 {
-		return nil, ErrNothingToUndo
 	}
 	var chs []checkpoint.FileChange
 	if turn == 0 {
@@ -393,4 +385,18 @@ func DiffTurns(ctx context.Context, st *checkpoint.Store, session string, turn i
 		out[i] = FileDiff{FileChange: c, Patch: patch}
 	}
 	return out, nil
+}
+
+// sessionTurns lists session's checkpoints and the turns among them;
+// ErrNothingToUndo when it has no turn.
+func sessionTurns(st *checkpoint.Store, session string) (list, turns []checkpoint.Checkpoint, err error) {
+	list, err = st.List(session)
+	if err != nil {
+		return nil, nil, err
+	}
+	turns = checkpoint.Turns(list, session)
+	if len(turns) == 0 {
+		return nil, nil, ErrNothingToUndo
+	}
+	return list, turns, nil
 }
