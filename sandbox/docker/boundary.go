@@ -101,6 +101,9 @@ func (b *boundary) connected(ctx context.Context, run gitshadow.Runner, helperPa
 	if b.plan.Repo == nil {
 		return nil
 	}
+	if b.syncer != nil {
+		b.syncer.Close()
+	}
 	b.syncer = gitshadow.NewSyncer(b.plan.Repo, run, b.gitArgs, hostGitMount)
 	return b.syncer.Init(ctx)
 }
@@ -222,6 +225,11 @@ func (b *boundary) replace(rel, target string) error {
 }
 
 func (b *boundary) close() {
+	b.mu.Lock()
+	if b.syncer != nil {
+		b.syncer.Close()
+	}
+	b.mu.Unlock()
 	b.scanner.Close()
 	b.root.Close()
 }

@@ -48,6 +48,9 @@ type Syncer struct {
 	// with extensions shiro does not know): the sandbox keeps its changes.
 	readOnly string
 
+	// host fingerprints the host's git directory, again only after a change.
+	host *Fingerprinter
+
 	mu       sync.Mutex
 	base     state             // what both sides agreed on last
 	hostFP   string            // the host's fingerprint after the last sync
@@ -100,9 +103,13 @@ func isRefFile(l Layout, rel string) bool {
 // directory is mounted read-only there.
 func NewSyncer(repo *Repo, run Runner, helper []string, hostMount string) *Syncer {
 	s := &Syncer{repo: repo, layout: LayoutOf(repo), run: run, helper: helper, hostMount: hostMount, noticed: map[string]string{}}
+	s.host = NewFingerprinter(repo.CommonDir, s.layout)
 	s.readOnly = unsupportedRepo(repo.CommonDir)
 	return s
 }
+
+// Close releases the watches on the host's git directory.
+func (s *Syncer) Close() { s.host.Close() }
 
 // Layout is the shadow's layout (for the helper's fingerprint).
 func (s *Syncer) Layout() Layout { return s.layout }
@@ -175,7 +182,7 @@ func (s *Syncer) Init(ctx context.Context) error {
 
 // readHost reads the host's mirrored files and notes its fingerprint.
 func (s *Syncer) readHost() (Snapshot, error) {
-	fp := Fingerprint(s.repo.CommonDir, s.layout)
+	fp := s.host.Fingerprint()
 	snap, err := ReadSnapshot(s.repo.CommonDir, s.layout)
 	if err != nil {
 		return nil, fmt.Errorf("read the repository's git directory: %w", err)
@@ -199,7 +206,7 @@ func (s *Syncer) Before(ctx context.Context, shadowFP string) ([]string, error) 
 	if shadowFP != "" && shadowFP != s.shadowFP {
 		return s.pull(ctx, shadowFP)
 	}
-	if Fingerprint(s.repo.CommonDir, s.layout) == s.hostFP {
+	if s.host.Fingerprint() == s.hostFP {
 		return nil, nil
 	}
 	return nil, s.pushHostChanges(ctx, nil, nil)

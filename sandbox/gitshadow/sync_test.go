@@ -97,6 +97,7 @@ func shadowed(t *testing.T, ws string) (*Syncer, *fakeSandbox, func(args ...stri
 	}
 	fs := &fakeSandbox{shadow: t.TempDir()}
 	s := NewSyncer(repo, fs, []string{"helper", "helper", "git"}, repo.CommonDir)
+	t.Cleanup(s.Close)
 	if err := s.Init(t.Context()); err != nil {
 		t.Fatal(err)
 	}

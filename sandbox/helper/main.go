@@ -89,8 +89,9 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 			if err := json.Unmarshal([]byte(*gitLayout), &l); err != nil {
 				return usageError{fmt.Errorf("--git-layout: %w", err)}
 			}
-			root := *gitRoot
-			opts.State = func() string { return gitshadow.Fingerprint(root, l) }
+			fp := gitshadow.NewFingerprinter(*gitRoot, l)
+			defer fp.Close()
+			opts.State = fp.Fingerprint
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
