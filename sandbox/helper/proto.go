@@ -24,8 +24,11 @@ import (
 //	                                             (sent before the exit of the command after
 //	                                             which it was seen)
 //
-// For one id, started comes before any out, and nothing comes after exit. Closing the host→helper stream
-// ends the session: the helper kills every process the session started.
+// For one id, started comes before any out, and nothing comes after exit.
+// started waits for the command's first output, its exit or 10 ms,
+// whichever comes first, so a short command's started, state and exit reach
+// the host in one write. Closing the host→helper stream ends the session:
+// the helper kills every process the session started.
 const (
 	TypeRun     = "run"
 	TypeStdin   = "stdin"

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -21,6 +22,9 @@ import (
 // returns. It makes the calling process a child subreaper and reaps every
 // child of it, so it must own its process.
 func Reap(conn *os.File, opts ReapOptions) error {
+	// One goroutine does the work and another reads requests: one P keeps
+	// the hand-off between them on one thread, with no wake-up of another.
+	runtime.GOMAXPROCS(1)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("become a subreaper: %w", err)
 	}

@@ -1,6 +1,7 @@
 package helper
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,7 +77,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	s := &server{runner: runner, enc: json.NewEncoder(w), log: opts.Log, cmds: make(map[uint64]*serverCmd), state: opts.State}
+	s := &server{runner: runner, out: w, enc: json.NewEncoder(w), log: opts.Log, cmds: make(map[uint64]*serverCmd), state: opts.State}
 	if opts.OwnProcess {
 		stop, err := s.ownProcess()
 		if err != nil {
@@ -133,6 +134,7 @@ type server struct {
 	log    io.Writer
 
 	encMu sync.Mutex
+	out   io.Writer
 	enc   *json.Encoder
 
 	mu   sync.Mutex
@@ -144,26 +146,45 @@ type server struct {
 	lastState string
 }
 
-// reportState sends the state when it changed since the last report.
-func (s *server) reportState() {
+// stateChange returns the state message when the state changed since the
+// last report, and a function to call once it was sent.
+func (s *server) stateChange() (Message, func(), bool) {
 	if s.state == nil {
-		return
+		return Message{}, nil, false
 	}
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
 	st := s.state()
 	if st == s.lastState {
-		return
+		return Message{}, nil, false
 	}
-	if s.send(Message{Type: TypeState, State: st}) == nil {
+	sent := func() {
+		s.stateMu.Lock()
 		s.lastState = st
+		s.stateMu.Unlock()
 	}
+	return Message{Type: TypeState, State: st}, sent, true
 }
 
+// startedDelay is how long the started message may wait to go out with the
+// command's first output or its exit: a short command's started and exit
+// then cross the engine's stream in one write.
+const startedDelay = 10 * time.Millisecond
+
 type serverCmd struct {
-	cancel  context.CancelFunc
-	stdin   *stdinFeed    // nil without stdin
-	started chan struct{} // closed once the started message is sent
+	cancel context.CancelFunc
+	stdin  *stdinFeed // nil without stdin
+
+	ready    chan struct{} // closed once the command started (started is set)
+	started  Message
+	announce sync.Once     // sends started, before any out message
+	timer    *time.Timer   // announces after startedDelay
+	fired    chan struct{} // closed when the timer's announcement is done
+}
+
+// announce sends sc's started message unless it went out already.
+func (s *server) announce(sc *serverCmd) {
+	sc.announce.Do(func() { _ = s.send(sc.started) })
 }
 
 // send writes one message. The encoder has copied m.Data by the time it
@@ -172,6 +193,24 @@ func (s *server) send(m Message) error {
 	s.encMu.Lock()
 	defer s.encMu.Unlock()
 	return s.enc.Encode(m)
+}
+
+// sendAll writes msgs in one write to the stream.
+func (s *server) sendAll(msgs ...Message) error {
+	if len(msgs) == 1 {
+		return s.send(msgs[0])
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, m := range msgs {
+		if err := enc.Encode(m); err != nil {
+			return err
+		}
+	}
+	s.encMu.Lock()
+	defer s.encMu.Unlock()
+	_, err := s.out.Write(buf.Bytes())
+	return err
 }
 
 func (s *server) logf(format string, args ...any) {
@@ -214,15 +253,15 @@ func (s *server) handle(ctx context.Context, m Message) {
 // start registers the command and runs it on its own goroutine.
 func (s *server) start(ctx context.Context, m Message) {
 	ctx, cancel := context.WithCancel(ctx)
-	sc := &serverCmd{cancel: cancel, started: make(chan struct{})}
+	sc := &serverCmd{cancel: cancel, ready: make(chan struct{}), fired: make(chan struct{})}
 	cmd := sandbox.Command{
 		Args:    m.Args,
 		Shell:   m.Shell,
 		Dir:     m.Dir,
 		Env:     m.Env,
 		Timeout: time.Duration(m.TimeoutMs) * time.Millisecond,
-		Stdout:  outWriter{s, m.ID, StreamStdout, sc.started},
-		Stderr:  outWriter{s, m.ID, StreamStderr, sc.started},
+		Stdout:  outWriter{s, m.ID, StreamStdout, sc},
+		Stderr:  outWriter{s, m.ID, StreamStderr, sc},
 	}
 	if m.Stdin {
 		feed, childEnd, err := newStdinFeed()
@@ -252,7 +291,19 @@ func (s *server) run(ctx context.Context, id uint64, sc *serverCmd, cmd sandbox.
 	delete(s.cmds, id)
 	s.mu.Unlock()
 
-	s.reportState()
+	// What is still to say goes out in one write: started (when the
+	// command ended before it was announced), the state, the exit.
+	var msgs []Message
+	if closed(sc.ready) {
+		if !sc.timer.Stop() {
+			<-sc.fired
+		}
+		sc.announce.Do(func() { msgs = append(msgs, sc.started) })
+	}
+	state, stateSent, changed := s.stateChange()
+	if changed {
+		msgs = append(msgs, state)
+	}
 	exit := Message{ID: id, Type: TypeExit, Result: &res}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		exit.Error, exit.Code = err.Error(), errorCode(err)
@@ -260,7 +311,9 @@ func (s *server) run(ctx context.Context, id uint64, sc *serverCmd, cmd sandbox.
 			exit.Result = nil // never started
 		}
 	}
-	_ = s.send(exit)
+	if s.sendAll(append(msgs, exit)...) == nil && changed {
+		stateSent()
+	}
 }
 
 func (s *server) execute(ctx context.Context, id uint64, sc *serverCmd, cmd sandbox.Command) (sandbox.Result, error) {
@@ -277,8 +330,12 @@ func (s *server) execute(ctx context.Context, id uint64, sc *serverCmd, cmd sand
 	if sc.stdin != nil {
 		sc.stdin.run()
 	}
-	_ = s.send(Message{ID: id, Type: TypeStarted, Marker: p.Marker(), Pid: p.Pid()})
-	close(sc.started)
+	sc.started = Message{ID: id, Type: TypeStarted, Marker: p.Marker(), Pid: p.Pid()}
+	sc.timer = time.AfterFunc(startedDelay, func() {
+		defer close(sc.fired)
+		s.announce(sc)
+	})
+	close(sc.ready)
 	return p.Wait()
 }
 
@@ -302,14 +359,15 @@ func (s *server) shutdown() {
 // outWriter turns a command's output into out messages, all after the
 // started message.
 type outWriter struct {
-	s       *server
-	id      uint64
-	stream  int
-	started <-chan struct{}
+	s      *server
+	id     uint64
+	stream int
+	sc     *serverCmd
 }
 
 func (w outWriter) Write(p []byte) (int, error) {
-	<-w.started
+	<-w.sc.ready
+	w.s.announce(w.sc)
 	if err := w.s.send(Message{ID: w.id, Type: TypeOut, Stream: w.stream, Data: p}); err != nil {
 		return 0, err
 	}
