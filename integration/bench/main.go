@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,18 @@ import (
 
 func main() {
 	ctx := context.Background()
+	if p := os.Getenv("SHIRO_BENCH_CPUPROFILE"); p != "" {
+		// Where the host's time goes (go tool pprof): the sections run here.
+		f, err := os.Create(p)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: cpu profile: %v\n", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	r := &report{}
 	only := os.Getenv("BENCH_ONLY") // one section by name, e.g. BENCH_ONLY=network
 	for _, b := range []struct {
@@ -45,6 +58,7 @@ func main() {
 	}
 	r.print()
 	if r.failed {
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
