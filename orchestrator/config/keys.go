@@ -78,6 +78,8 @@ type projectRule struct {
 	// overridable: when the environment or a flag sets the key the
 	// project's value would not count; it is dropped without a notice.
 	overridable bool
+	// says what a project may do, for the help ("" is the mode's own words).
+	says string
 	// apart: the project's value goes to projectField, not merged.
 	apart        bool
 	projectField func(c *Config) any
@@ -107,6 +109,7 @@ func decodeAs[T any](raw []byte) (any, error) {
 
 var (
 	kString  = &kind{name: "string", want: "a string", json: "a string", decode: decodeAs[string]}
+	kSize    = &kind{name: "size", want: "a string", json: "a string", decode: decodeAs[string]}
 	kInt     = &kind{name: "whole number", want: "a whole number", json: "a number", decode: decodeAs[int]}
 	kInt64   = &kind{name: "whole number", want: "a whole number", json: "a number", decode: decodeAs[int64]}
 	kFloat   = &kind{name: "number", want: "a number", json: "a number", decode: decodeAs[float64]}
@@ -211,14 +214,14 @@ var keys = []*key{
 	{name: "plugins", kind: kList, def: DefaultPlugins, flag: "--no-plugins",
 		override: flagField(func(o *Overrides) **[]string { return &o.Plugins }),
 		doc:      "the built-in plugins: guard, time, bell",
-		project: projectRule{mode: projectTighten, notice: `"plugins" cannot turn off the guard: it stays on`,
+		project: projectRule{mode: projectTighten, notice: `"plugins" cannot turn off the guard: it stays on`, says: "a project keeps the guard",
 			looser: func(v, _ any) bool { return !slices.Contains(v.([]string), guardPlugin) },
 			repair: func(v any) any { return append([]string{guardPlugin}, v.([]string)...) }},
 		field: field(func(c *Config) *[]string { return &c.Plugins })},
 	{name: "yolo", kind: kBool, flag: "--yolo", defText: "false",
 		override: flagField(func(o *Overrides) **bool { return &o.Yolo }),
 		doc:      "skip approval prompts (the guard still runs)",
-		project: projectRule{mode: projectTighten, notice: `"yolo" is ignored: a project cannot turn off approvals`,
+		project: projectRule{mode: projectTighten, notice: `"yolo" is ignored: a project cannot turn off approvals`, says: "a project may only set false",
 			looser: func(v, _ any) bool { return v.(bool) }},
 		field: field(func(c *Config) *bool { return &c.Yolo })},
 	{name: "agent", kind: kString, values: agent.VariantNames(), def: agent.DefaultVariant, flag: "--agent",
@@ -251,11 +254,11 @@ var keys = []*key{
 			}
 			return v
 		}},
-	{name: "sandbox.memory", kind: kString, flag: "--memory",
+	{name: "sandbox.memory", kind: kSize, flag: "--memory",
 		check:    func(label string, v any) error { _, err := checkMemory(label, v.(string)); return err },
 		override: flagField(func(o *Overrides) **string { return &o.Memory }),
 		doc:      "the memory limit: 512m, 4g",
-		project: projectRule{mode: projectTighten, notice: limitNotice,
+		project: projectRule{mode: projectTighten, notice: limitNotice, says: "a project may only lower it",
 			base:   strconv.FormatInt(sandbox.DefaultMemory>>30, 10) + "g",
 			looser: func(v, cur any) bool { return memoryOf(v) > memoryOf(cur) }},
 		field: field(func(c *Config) *int64 { return &c.Sandbox.Memory }),
@@ -263,20 +266,20 @@ var keys = []*key{
 	{name: "sandbox.cpus", kind: kFloat, flag: "--cpus", check: positive,
 		override: flagField(func(o *Overrides) **float64 { return &o.CPUs }),
 		doc:      "the CPU limit",
-		project: projectRule{mode: projectTighten, notice: limitNotice, base: float64(sandbox.DefaultCPUs),
+		project: projectRule{mode: projectTighten, notice: limitNotice, says: "a project may only lower it", base: float64(sandbox.DefaultCPUs),
 			looser: func(v, cur any) bool { return v.(float64) > cur.(float64) }},
 		field: field(func(c *Config) *float64 { return &c.Sandbox.CPUs })},
 	{name: "sandbox.pids", kind: kInt64, flag: "--pids", check: positive,
 		override: flagField(func(o *Overrides) **int64 { return &o.Pids }),
 		doc:      "the process limit",
-		project: projectRule{mode: projectTighten, notice: limitNotice, base: int64(sandbox.DefaultPids),
+		project: projectRule{mode: projectTighten, notice: limitNotice, says: "a project may only lower it", base: int64(sandbox.DefaultPids),
 			looser: func(v, cur any) bool { return v.(int64) > cur.(int64) }},
 		field: field(func(c *Config) *int64 { return &c.Sandbox.Pids })},
 	{name: "sandbox.env", kind: kEnvList, flag: "--env", defText: "none",
 		check:    func(label string, v any) error { return checkEnvEntries(label, v.([]string)) },
 		override: flagField(func(o *Overrides) *[]string { return &o.Env }),
 		doc:      "environment of the sandbox: NAME (the host's value) or NAME=value; sources add up",
-		project: projectRule{mode: projectTighten, each: true,
+		project: projectRule{mode: projectTighten, each: true, says: "a project may add NAME=value only",
 			notice: `{key} entry {value} is ignored: a project cannot pass host environment variables into the sandbox (NAME=value constants are allowed)`,
 			looser: func(e, _ any) bool { return !strings.Contains(e.(string), "=") }},
 		field: field(func(c *Config) *[]string { return &c.Sandbox.Env }),
@@ -284,7 +287,7 @@ var keys = []*key{
 	{name: "sandbox.noSandbox", kind: kBool, flag: "--no-sandbox", defText: "false",
 		override: flagField(func(o *Overrides) **bool { return &o.NoSandbox }),
 		doc:      "run commands on the host, without isolation",
-		project: projectRule{mode: projectTighten, notice: `"sandbox.noSandbox" is ignored: a project cannot turn off the sandbox`,
+		project: projectRule{mode: projectTighten, notice: `"sandbox.noSandbox" is ignored: a project cannot turn off the sandbox`, says: "a project may only set false",
 			looser: func(v, _ any) bool { return v.(bool) }},
 		field: field(func(c *Config) *bool { return &c.Sandbox.NoSandbox })},
 	{name: "network.allow", kind: kHosts, flag: "--allow-host", defText: "none", check: checkHosts,
@@ -351,8 +354,8 @@ type KeyDoc struct {
 	// Env and Flag are the environment variable and the flag that set it
 	// ("" for none).
 	Env, Flag string
-	// Project says what a project's file may do: "yes", "narrow only" or
-	// "no".
+	// Project says what a project's file may not do ("" when it may set
+	// the key like the user).
 	Project string
 }
 
@@ -360,7 +363,7 @@ type KeyDoc struct {
 func Keys() []KeyDoc {
 	out := make([]KeyDoc, 0, len(keys))
 	for _, k := range keys {
-		d := KeyDoc{Name: k.name, Kind: k.kind.name, Doc: k.doc, Env: k.env, Flag: k.flag, Project: "yes"}
+		d := KeyDoc{Name: k.name, Kind: k.kind.name, Doc: k.doc, Env: k.env, Flag: k.flag, Project: k.project.says}
 		if k.values != nil {
 			d.Kind = strings.Join(k.values, "|")
 		}
@@ -372,11 +375,8 @@ func Keys() []KeyDoc {
 		case k.project.base != nil:
 			d.Default = show(k.project.base, false)
 		}
-		switch k.project.mode {
-		case projectNever:
-			d.Project = "no"
-		case projectTighten:
-			d.Project = "narrow only"
+		if d.Project == "" {
+			d.Project = map[projectMode]string{projectNever: "not from a project", projectTighten: "a project may only narrow it"}[k.project.mode]
 		}
 		out = append(out, d)
 	}

@@ -200,11 +200,11 @@ func TestKeysListEveryKey(t *testing.T) {
 		t.Fatalf("%d docs for %d keys", len(docs), len(keys))
 	}
 	for i, d := range docs {
-		if d.Name != keys[i].name || d.Doc == "" || d.Kind == "" || d.Project == "" {
+		if d.Name != keys[i].name || d.Doc == "" || d.Kind == "" || (d.Project == "") != (keys[i].project.mode == projectMay) {
 			t.Errorf("incomplete: %+v", d)
 		}
 	}
-	want := KeyDoc{Name: "sandbox.memory", Kind: "string", Default: "4g", Doc: "the memory limit: 512m, 4g", Flag: "--memory", Project: "narrow only"}
+	want := KeyDoc{Name: "sandbox.memory", Kind: "size", Default: "4g", Doc: "the memory limit: 512m, 4g", Flag: "--memory", Project: "a project may only lower it"}
 	if i := slices.IndexFunc(docs, func(d KeyDoc) bool { return d.Name == want.Name }); i < 0 || docs[i] != want {
 		t.Errorf("sandbox.memory: %+v, want %+v", docs[i], want)
 	}

@@ -21,7 +21,7 @@ func envLayer(getenv func(string) (string, bool)) (layer, error) {
 			continue
 		}
 		var v any = s
-		if k.kind != kString {
+		if k.kind.json != "a string" {
 			var err error
 			if v, err = k.kind.decode([]byte(s)); err != nil || v == nil {
 				return nil, &Error{Key: k.env, Err: mustBe(k, k.env, "")}
