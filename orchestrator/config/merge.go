@@ -209,10 +209,10 @@ func (m *merger) finish(getenv func(string) (string, bool)) Config {
 			v = k.def
 		}
 		if v != nil {
-			k.apply(&c, k.field, v)
+			k.apply(&c, v, false)
 		}
 		if v, ok := m.apart[k.name]; ok {
-			k.apply(&c, k.project.projectField, v)
+			k.apply(&c, v, true)
 		}
 	}
 	c.Model = cmp.Or(c.Model, DefaultModel[c.Provider])
@@ -232,9 +232,14 @@ func (m *merger) finish(getenv func(string) (string, bool)) Config {
 	return c
 }
 
-// apply puts v into the Config field at.
-func (k *key) apply(c *Config, at func(*Config) any, v any) {
-	if k.set != nil {
+// apply puts v into the key's Config field, or into its project field
+// for a project's value kept apart.
+func (k *key) apply(c *Config, v any, project bool) {
+	at := k.field
+	switch {
+	case project:
+		at = k.project.projectField
+	case k.set != nil:
 		k.set(c, v)
 		return
 	}
