@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/shiroagent/shiro/orchestrator/config"
 )
@@ -52,6 +53,8 @@ Files:
   XDG_CONFIG_HOME, XDG_DATA_HOME        where they go otherwise
   DOCKER_HOST                           the Docker engine to use
 
+Config keys (in config.json; dotted keys are nested objects):
+` + configKeys() + `
 Example config:
   {
     "provider": "anthropic",
@@ -63,4 +66,24 @@ Example config:
     "sandbox": { "network": "bridge", "memory": "4g", "env": ["GOFLAGS=-mod=mod"] },
     "mcpServers": { "docs": { "url": "https://mcp.example.com/mcp" } }
   }`
+}
+
+// configKeys lists the configuration keys from config's table: name, kind,
+// default, the variable and flag that set it, what a project may do, and
+// what the key is for.
+func configKeys() string {
+	var b strings.Builder
+	for _, k := range config.Keys() {
+		what := []string{k.Kind}
+		if k.Default != "" {
+			what = append(what, "default "+k.Default)
+		}
+		for _, s := range []string{k.Env, k.Flag, k.Project} {
+			if s != "" {
+				what = append(what, s)
+			}
+		}
+		fmt.Fprintf(&b, "  %-20s %s\n  %-20s %s\n", k.Name, strings.Join(what, "; "), "", k.Doc)
+	}
+	return b.String()
 }

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/shiroagent/shiro/orchestrator/config"
 )
 
 func runRootCmd(t *testing.T, env map[string]string, args ...string) string {
@@ -43,6 +45,23 @@ func TestHelpListsFilesEnvironmentAndAnExampleConfig(t *testing.T) {
 		"SHIRO_PROVIDER", "SHIRO_MODEL", "SHIRO_BASE_URL", "SHIRO_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SHIRO_HOME", "DOCKER_HOST",
 		"Example config:", `"agent": "default"`, `"thinking": "medium"`,
 		"--agent string", "--think string",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+func TestHelpListsEveryConfigKey(t *testing.T) {
+	got := runRootCmd(t, map[string]string{"SHIRO_HOME": t.TempDir()}, "--help")
+	for _, k := range config.Keys() {
+		if !strings.Contains(got, "\n  "+k.Name+" ") || !strings.Contains(got, k.Doc) {
+			t.Errorf("--help lacks the key %s (%s)", k.Name, k.Doc)
+		}
+	}
+	for _, want := range []string{
+		"sandbox.memory       size; default 4g; --memory; a project may only lower it",
+		"provider             anthropic|openai|openai-compatible; default anthropic; SHIRO_PROVIDER; --provider; not from a project",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("--help lacks %q", want)

@@ -1,0 +1,211 @@
+package config
+
+import (
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// keySample is how TestEveryKeyRoundTrips exercises one key of the table.
+type keySample struct {
+	// value is the JSON that the user file, the project file, the
+	// environment (as text) and the flag set; want is the Config value
+	// (at the key's field) that results.
+	value string
+	want  any
+	// A project's refused value: with the user's refusedBase ("" for
+	// none), the project's value leaves refusedWant and one notice. A
+	// refusedWant says the key is one a project may not set, or only
+	// narrow (tight says which): the table must agree.
+	refusedBase string
+	refusedWant any
+	// A narrow-only key's accepted value: with the user's tightBase, the
+	// project's tight leaves tightWant and no notice.
+	tightBase, tight string
+	tightWant        any
+}
+
+// keySamples has one sample for each key of the table: a new key needs
+// one here.
+var keySamples = map[string]keySample{
+	"provider":         {value: `"openai"`, want: "openai", refusedWant: "anthropic"},
+	"model":            {value: `"m1"`, want: "m1"},
+	"baseURL":          {value: `"https://x.example/v1"`, want: "https://x.example/v1", refusedWant: "https://api.anthropic.com/v1"},
+	"apiKey":           {value: `"k1"`, want: "k1", refusedWant: ""},
+	"openaiAPI":        {value: `"responses"`, want: "responses"},
+	"maxRetries":       {value: `7`, want: 7},
+	"toolSets":         {value: `["git"]`, want: []string{"git"}},
+	"plugins":          {value: `["time"]`, want: []string{"time"}, refusedWant: []string{"guard", "time"}, tight: `["guard", "bell"]`, tightWant: []string{"guard", "bell"}},
+	"yolo":             {value: `true`, want: true, refusedWant: false, tightBase: `true`, tight: `false`, tightWant: false},
+	"agent":            {value: `"plan"`, want: "plan"},
+	"thinking":         {value: `"high"`, want: "high"},
+	"compactThreshold": {value: `5000`, want: 5000},
+	"sandbox.image":    {value: `"img:1"`, want: "img:1"},
+	"sandbox.network": {value: `"open"`, want: "open", refusedBase: `"none"`, refusedWant: "none",
+		tightBase: `"open"`, tight: `"ask"`, tightWant: "ask"},
+	"sandbox.memory":    {value: `"8g"`, want: int64(8 << 30), refusedWant: int64(0), tightBase: `"8g"`, tight: `"1g"`, tightWant: int64(1 << 30)},
+	"sandbox.cpus":      {value: `3`, want: 3.0, refusedWant: 0.0, tightBase: `3`, tight: `1.5`, tightWant: 1.5},
+	"sandbox.pids":      {value: `2000`, want: int64(2000), refusedWant: int64(0), tightBase: `2000`, tight: `10`, tightWant: int64(10)},
+	"sandbox.env":       {value: `["TOKEN", "A=1"]`, want: []string{"TOKEN", "A=1"}, refusedWant: []string{"A=1"}, tight: `["B=2"]`, tightWant: []string{"B=2"}},
+	"sandbox.noSandbox": {value: `true`, want: true, refusedWant: false, tightBase: `true`, tight: `false`, tightWant: false},
+	"network.allow":     {value: `["a.example"]`, want: []string{"a.example"}, refusedWant: []string(nil)},
+	"network.deny":      {value: `["a.example"]`, want: []string{"a.example"}},
+	"mcpServers":        {value: `{"s": {"command": "x"}}`, want: map[string]json.RawMessage{"s": json.RawMessage(`{"command": "x"}`)}},
+	"trust.paths":       {value: `["/srv/*"]`, want: []string{"/srv/*"}, refusedWant: []string(nil)},
+}
+
+// nest puts value at a dotted key in a JSON document.
+func nest(name, value string) string {
+	if value == "" {
+		return ""
+	}
+	parts := strings.Split(name, ".")
+	doc := value
+	for i := len(parts) - 1; i >= 0; i-- {
+		doc = `{` + strconv.Quote(parts[i]) + `: ` + doc + `}`
+	}
+	return doc
+}
+
+// valueAt reads a key's Config field; host rules are reduced to their
+// patterns (their sources are checked in network_test.go).
+func valueAt(c Config, at func(*Config) any) any {
+	v := reflect.ValueOf(at(&c)).Elem().Interface()
+	if rules, ok := v.([]HostRule); ok {
+		var patterns []string
+		for _, r := range rules {
+			patterns = append(patterns, r.Pattern)
+		}
+		return patterns
+	}
+	return v
+}
+
+// TestEveryKeyRoundTrips sets each key of the table through the user
+// file, the project file (refusals included), its environment variable
+// and its flag, and checks what arrives in Config.
+func TestEveryKeyRoundTrips(t *testing.T) {
+	t.Parallel()
+	for name := range keySamples {
+		if keyNamed(name) == nil {
+			t.Errorf("sample for %q, which is not in the table", name)
+		}
+	}
+	defaults, _, err := fixture{}.load(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			s, ok := keySamples[k.name]
+			if !ok {
+				t.Fatalf("no sample in keySamples: add one for the new key")
+			}
+			if reflect.DeepEqual(valueAt(defaults, k.field), s.want) {
+				t.Fatalf("the sample %s is the default: it proves nothing", s.value)
+			}
+			check := func(path string, fx fixture, at func(*Config) any, want any, notice bool) {
+				t.Helper()
+				cfg, notices, err := fx.load(t)
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				if got := valueAt(cfg, at); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: got %#v, want %#v", path, got, want)
+				}
+				if !notice {
+					if len(notices) != 0 {
+						t.Errorf("%s: notices %q", path, notices)
+					}
+					return
+				}
+				pattern := regexp.QuoteMeta(projectFileName + ": " + k.project.notice)
+				pattern = regexp.MustCompile(`\\\{(key|value|current)\\\}`).ReplaceAllString(pattern, ".+")
+				if len(notices) != 1 || !regexp.MustCompile("^"+pattern+"$").MatchString(notices[0]) {
+					t.Errorf("%s: notices %q, want one like %q", path, notices, k.project.notice)
+				}
+			}
+
+			check("user file", fixture{user: nest(k.name, s.value)}, k.field, s.want, false)
+
+			if refused := s.refusedWant != nil; refused != (k.project.mode != projectMay) || (s.tight != "") != (k.project.mode == projectTighten) {
+				t.Fatalf("the table's project rule (mode %d) is not the one the sample expects", k.project.mode)
+			}
+			project := fixture{project: nest(k.name, s.value)}
+			switch k.project.mode {
+			case projectMay:
+				at := k.field
+				if k.project.apart {
+					at = k.project.projectField
+					check("project file (kept apart)", project, k.field, valueAt(defaults, k.field), false)
+				}
+				check("project file", project, at, s.want, false)
+			case projectNever:
+				project.user = nest(k.name, s.refusedBase)
+				check("project file (refused)", project, k.field, s.refusedWant, true)
+			case projectTighten:
+				project.user = nest(k.name, s.refusedBase)
+				check("project file (loosened: refused)", project, k.field, s.refusedWant, true)
+				tight := fixture{user: nest(k.name, s.tightBase), project: nest(k.name, s.tight)}
+				check("project file (tightened: accepted)", tight, k.field, s.tightWant, false)
+			}
+
+			if k.env != "" {
+				text := s.value
+				if unquoted, err := strconv.Unquote(text); err == nil {
+					text = unquoted
+				}
+				check("environment", fixture{env: map[string]string{k.env: text}}, k.field, s.want, false)
+			}
+
+			if k.override != nil { // toolSets has a field and no flag yet
+				var o Overrides
+				if err := json.Unmarshal([]byte(s.value), k.override(&o)); err != nil {
+					t.Fatalf("flag: %v", err)
+				}
+				check("flag "+k.flag+" (Overrides)", fixture{flags: o}, k.field, s.want, false)
+			}
+		})
+	}
+}
+
+// TestEveryOverrideHasAKey checks that each flag field of Overrides is
+// read through the table.
+func TestEveryOverrideHasAKey(t *testing.T) {
+	t.Parallel()
+	var o Overrides
+	typ := reflect.TypeFor[Overrides]()
+	for i := range typ.NumField() {
+		addr := reflect.ValueOf(&o).Elem().Field(i).Addr().Interface()
+		if !slices.ContainsFunc(keys, func(k *key) bool { return k.override != nil && k.override(&o) == addr }) {
+			t.Errorf("Overrides.%s is read by no key of the table", typ.Field(i).Name)
+		}
+	}
+	for _, k := range keys {
+		if k.flag != "" && k.override == nil {
+			t.Errorf("%s: flag %s has no Overrides field", k.name, k.flag)
+		}
+	}
+}
+
+func TestKeysListEveryKey(t *testing.T) {
+	t.Parallel()
+	docs := Keys()
+	if len(docs) != len(keys) {
+		t.Fatalf("%d docs for %d keys", len(docs), len(keys))
+	}
+	for i, d := range docs {
+		if d.Name != keys[i].name || d.Doc == "" || d.Kind == "" || (d.Project == "") != (keys[i].project.mode == projectMay) {
+			t.Errorf("incomplete: %+v", d)
+		}
+	}
+	want := KeyDoc{Name: "sandbox.memory", Kind: "size", Default: "4g", Doc: "the memory limit: 512m, 4g", Flag: "--memory", Project: "a project may only lower it"}
+	if i := slices.IndexFunc(docs, func(d KeyDoc) bool { return d.Name == want.Name }); i < 0 || docs[i] != want {
+		t.Errorf("sandbox.memory: %+v, want %+v", docs[i], want)
+	}
+}
