@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/gitshadow"
 )
 
@@ -26,7 +27,7 @@ func fakeContainerEngine(t *testing.T) (*Engine, *fakeAPI, Options, helperFile, 
 		t.Fatal(err)
 	}
 	var notices []string
-	opts, err := Options{Workspace: t.TempDir(), Image: "img", HelperBinary: bin, UID: 1000, GID: 1000,
+	opts, err := Options{Settings: sandbox.Settings{Image: "img"}, Workspace: t.TempDir(), HelperBinary: bin, UID: 1000, GID: 1000,
 		Notices: func(s string) { notices = append(notices, s) }}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func TestSweepAndPruneTouchOnlyThisUsersContainers(t *testing.T) {
 	other.Workspace = t.TempDir()
 	theirs := ensure(t, otherUser, other, h, gitPlan{})
 	api.find(theirs.id).running = false
-	other.IdleTimeout = time.Minute
+	other.Idle = time.Minute
 	inherited := ensure(t, otherUser, other, h, gitPlan{})
 	delete(api.find(inherited.id).cfg.Labels, LabelOwner)
 	api.find(inherited.id).running = false
