@@ -61,6 +61,11 @@ func OpenSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error
 // OpenDocker connects to the engine and opens the workspace's container
 // session. The caller closes both.
 func OpenDocker(ctx context.Context, cfg SandboxConfig) (*docker.Engine, *docker.Sandbox, error) {
+	// A bad --env entry fails before anything is built or started; the
+	// engine reads the host's values once, when it opens the sandbox.
+	if err := cfg.CheckEnv(); err != nil {
+		return nil, nil, err
+	}
 	eng, err := docker.Connect(ctx)
 	if err != nil {
 		return nil, nil, err

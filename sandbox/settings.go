@@ -41,19 +41,31 @@ type Settings struct {
 	Idle time.Duration
 }
 
+// CheckEnv reports an Env entry that is neither NAME nor NAME=value, without
+// reading the host environment: callers check before building or starting
+// anything, and ResolveEnv reads it once, when the sandbox opens.
+func (s Settings) CheckEnv() error {
+	for _, e := range s.Env {
+		if name, _, _ := strings.Cut(e, "="); name == "" || strings.ContainsAny(name, " \t\n") {
+			return fmt.Errorf("--env %q: want NAME or NAME=value", e)
+		}
+	}
+	return nil
+}
+
 // ResolveEnv turns Env into NAME=value pairs: a bare NAME takes the value
 // lookup gives (and is skipped when unset), NAME=value is passed as is. A
 // nil lookup reads the process's environment.
 func (s Settings) ResolveEnv(lookup func(string) (string, bool)) ([]string, error) {
+	if err := s.CheckEnv(); err != nil {
+		return nil, err
+	}
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	out := make([]string, 0, len(s.Env))
 	for _, e := range s.Env {
 		name, _, hasValue := strings.Cut(e, "=")
-		if name == "" || strings.ContainsAny(name, " \t\n") {
-			return nil, fmt.Errorf("--env %q: want NAME or NAME=value", e)
-		}
 		if hasValue {
 			out = append(out, e)
 			continue

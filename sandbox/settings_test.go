@@ -24,6 +24,9 @@ func TestResolveEnv(t *testing.T) {
 		{"a space in the name", []string{"A B=1"}, nil, true},
 	}
 	for _, tc := range tests {
+		if err := (Settings{Env: tc.env}).CheckEnv(); (err != nil) != tc.wantErr {
+			t.Errorf("%s: CheckEnv: %v", tc.name, err)
+		}
 		got, err := Settings{Env: tc.env}.ResolveEnv(lookup)
 		if (err != nil) != tc.wantErr {
 			t.Errorf("%s: err = %v", tc.name, err)
