@@ -8,6 +8,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // billedModel answers every request with a text and reports usage.
@@ -31,7 +32,7 @@ func TestSessionOwnsItsRecordAndLedger(t *testing.T) {
 	ws := t.TempDir()
 	model := billedModel{id: "claude-sonnet-4-5", usage: llm.Usage{InputTokens: 1000, OutputTokens: 100}}
 	rec := store.NewRecord(ws, "anthropic", model.id)
-	s, err := NewSession(SessionOptions{Workspace: ws, Model: model, Sandbox: SandboxConfig{Workspace: ws, NoSandbox: true}, Store: st, Record: rec})
+	s, err := NewSession(SessionOptions{Workspace: ws, Model: model, Sandbox: SandboxConfig{Settings: sandbox.Settings{NoSandbox: true}, Workspace: ws}, Store: st, Record: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

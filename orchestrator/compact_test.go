@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // summarizer answers every call with a fixed summary and keeps the request.
@@ -25,7 +26,7 @@ func TestCompact(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
 	m := &summarizer{}
-	s, err := NewSession(SessionOptions{Workspace: ws, Model: m, Sandbox: SandboxConfig{Workspace: ws, NoSandbox: true}})
+	s, err := NewSession(SessionOptions{Workspace: ws, Model: m, Sandbox: SandboxConfig{Settings: sandbox.Settings{NoSandbox: true}, Workspace: ws}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools/mcp/mcptest"
 )
 
@@ -87,7 +88,7 @@ func mcpSession(t *testing.T, model llm.Model, opts SessionOptions) *Session {
 	t.Helper()
 	ws := t.TempDir()
 	opts.Workspace, opts.Model = ws, model
-	opts.Sandbox = SandboxConfig{Workspace: ws, NoSandbox: true}
+	opts.Sandbox = SandboxConfig{Settings: sandbox.Settings{NoSandbox: true}, Workspace: ws}
 	if opts.MCPServers == nil {
 		opts.MCPServers = map[string]json.RawMessage{"srv": echoConfig(t)}
 	}
@@ -277,7 +278,7 @@ func TestSessionCloseStopsTheMCPServers(t *testing.T) {
 	s, err := NewSession(SessionOptions{
 		Workspace:  ws,
 		Model:      &mcpModel{},
-		Sandbox:    SandboxConfig{Workspace: ws, NoSandbox: true},
+		Sandbox:    SandboxConfig{Settings: sandbox.Settings{NoSandbox: true}, Workspace: ws},
 		Yolo:       true,
 		MCPServers: map[string]json.RawMessage{"srv": echoConfig(t)},
 	})

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/orchestrator/config"
@@ -16,26 +14,12 @@ import (
 	"github.com/shiroagent/shiro/sandbox/local"
 )
 
-// SandboxConfig chooses and configures the sandbox of a session.
+// SandboxConfig chooses and configures the sandbox of a session: the
+// user's Settings (config.Config.Sandbox, embedded whole and handed to the
+// engine whole) and what the session adds.
 type SandboxConfig struct {
+	sandbox.Settings
 	Workspace string
-	// NoSandbox runs commands on the host.
-	NoSandbox bool
-	// Image is an image reference, a path to a Dockerfile or a
-	// devcontainer.json, or "devcontainer" (the workspace's); empty means
-	// the default image.
-	Image string
-	// ImageFromProject says Image comes from the project's configuration:
-	// the files it names must stay inside the workspace.
-	ImageFromProject bool
-	// Env lists NAME (value taken from the host) or NAME=value entries.
-	Env []string
-	// Limits; zero means the default.
-	Memory int64
-	CPUs   float64
-	Pids   int64
-	// Network is "ask" (default), "open" ("bridge") or "none".
-	Network string
 	// HostRules are the egress proxy's allow and deny rules (ask mode).
 	HostRules config.NetworkRules
 	// AskHost asks the user about a connection no rule decides; nil
@@ -46,8 +30,6 @@ type SandboxConfig struct {
 	// DataDir keeps this project's "always" answers ("" keeps them for the
 	// process only).
 	DataDir string
-	// Idle stops the container after this long with nothing running.
-	Idle time.Duration
 	// Version is shiro's version, recorded on the container.
 	Version string
 	// Progress receives start-up progress (image builds, container creation).
@@ -56,35 +38,12 @@ type SandboxConfig struct {
 	LookupEnv func(string) (string, bool)
 }
 
-// ResolveEnv turns --env entries into NAME=value pairs: a bare NAME takes
-// the host's value (and is skipped when unset), NAME=value is passed as is.
-func ResolveEnv(entries []string, lookup func(string) (string, bool)) ([]string, error) {
-	if lookup == nil {
-		lookup = os.LookupEnv
-	}
-	out := make([]string, 0, len(entries))
-	for _, e := range entries {
-		name, _, hasValue := strings.Cut(e, "=")
-		if name == "" || strings.ContainsAny(name, " \t\n") {
-			return nil, fmt.Errorf("--env %q: want NAME or NAME=value", e)
-		}
-		if hasValue {
-			out = append(out, e)
-			continue
-		}
-		if v, ok := lookup(name); ok {
-			out = append(out, name+"="+v)
-		}
-	}
-	return out, nil
-}
-
 // OpenSandbox opens the session's sandbox: the workspace's container, or the
 // host with NoSandbox. The default image is built (offline when no registry
 // answers) the first time it is needed.
 func OpenSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error) {
 	if cfg.NoSandbox {
-		env, err := ResolveEnv(cfg.Env, cfg.LookupEnv)
+		env, err := cfg.ResolveEnv(cfg.LookupEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -102,9 +61,9 @@ func OpenSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error
 // OpenDocker connects to the engine and opens the workspace's container
 // session. The caller closes both.
 func OpenDocker(ctx context.Context, cfg SandboxConfig) (*docker.Engine, *docker.Sandbox, error) {
-	// A bad --env entry fails before anything is built or started.
-	env, err := ResolveEnv(cfg.Env, cfg.LookupEnv)
-	if err != nil {
+	// A bad --env entry fails before anything is built or started; the
+	// engine reads the host's values once, when it opens the sandbox.
+	if err := cfg.CheckEnv(); err != nil {
 		return nil, nil, err
 	}
 	eng, err := docker.Connect(ctx)
@@ -116,7 +75,7 @@ func OpenDocker(ctx context.Context, cfg SandboxConfig) (*docker.Engine, *docker
 		eng.Close()
 		return nil, nil, err
 	}
-	sb, err := openDockerImage(ctx, eng, cfg, img, env)
+	sb, err := OpenDockerImage(ctx, eng, cfg, img)
 	if err != nil {
 		eng.Close()
 		return nil, nil, err
@@ -138,7 +97,7 @@ func ResolveSandboxImage(ctx context.Context, eng *docker.Engine, cfg SandboxCon
 		if err := ensureDefaultImage(ctx, eng, progress); err != nil {
 			return docker.ResolvedImage{}, err
 		}
-		return docker.ResolvedImage{Ref: images.Tag(), Kind: docker.KindReference}, nil
+		return docker.Reference(images.Tag()), nil
 	}
 	return eng.ResolveImage(ctx, docker.ImageRequest{
 		Spec:        cfg.Image,
@@ -157,17 +116,8 @@ func (cfg SandboxConfig) BuildLimits() docker.BuildLimits {
 
 // OpenDockerImage opens the workspace's container session on an image
 // ResolveSandboxImage returned. The environment is the image's (from a
-// devcontainer.json) with cfg.Env on top.
+// devcontainer.json) with cfg.Env, resolved by the engine, on top.
 func OpenDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig, img docker.ResolvedImage) (*docker.Sandbox, error) {
-	env, err := ResolveEnv(cfg.Env, cfg.LookupEnv)
-	if err != nil {
-		return nil, err
-	}
-	return openDockerImage(ctx, eng, cfg, img, env)
-}
-
-// openDockerImage is OpenDockerImage with cfg.Env already resolved.
-func openDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig, img docker.ResolvedImage, env []string) (*docker.Sandbox, error) {
 	var eg docker.Egress
 	if cfg.Network == "" || cfg.Network == docker.NetworkAsk {
 		p, err := newEgress(cfg)
@@ -176,38 +126,14 @@ func openDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig,
 		}
 		eg = p
 	}
-	return eng.Open(ctx, docker.Options{
-		Egress:      eg,
-		Workspace:   cfg.Workspace,
-		Image:       img.Ref,
-		Env:         mergeEnv(img.Env, env),
-		Memory:      cfg.Memory,
-		CPUs:        cfg.CPUs,
-		Pids:        cfg.Pids,
-		Network:     cfg.Network,
-		IdleTimeout: cfg.Idle,
-		Version:     cfg.Version,
-		Progress:    cfg.Progress,
+	return eng.Open(ctx, img, docker.Options{
+		Settings:  cfg.Settings,
+		Workspace: cfg.Workspace,
+		LookupEnv: cfg.LookupEnv,
+		Egress:    eg,
+		Version:   cfg.Version,
+		Progress:  cfg.Progress,
 	})
-}
-
-// mergeEnv joins NAME=value lists, a later entry replacing an earlier one
-// of the same name in place.
-func mergeEnv(lists ...[]string) []string {
-	var out []string
-	at := map[string]int{}
-	for _, l := range lists {
-		for _, kv := range l {
-			name, _, _ := strings.Cut(kv, "=")
-			if i, ok := at[name]; ok {
-				out[i] = kv
-				continue
-			}
-			at[name] = len(out)
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // ownedEngine closes the engine connection with the session.

@@ -12,6 +12,7 @@ import (
 	"github.com/shiroagent/shiro/agent/provider/anthropic"
 	"github.com/shiroagent/shiro/integration/fakemodel"
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // loopBench measures the agent loop's own cost: 1,000 scripted steps, each
@@ -42,7 +43,7 @@ func loopBench(ctx context.Context, r *report) error {
 	sess, err := orchestrator.NewSession(orchestrator.SessionOptions{
 		Workspace: ws,
 		Model:     model,
-		Sandbox:   orchestrator.SandboxConfig{Workspace: ws, NoSandbox: true},
+		Sandbox:   orchestrator.SandboxConfig{Settings: sandbox.Settings{NoSandbox: true}, Workspace: ws},
 		MaxSteps:  steps + 10,
 		// Measure the loop, not the pruning of a huge history.
 		PruneThreshold: 1 << 30,

@@ -122,7 +122,7 @@ func openSandbox(ctx context.Context, ws string) (*docker.Engine, *docker.Sandbo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	sb, err := eng.Open(ctx, docker.Options{Workspace: ws, Image: images.Tag(), HelperBinary: bin + "-helper"})
+	sb, err := eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Workspace: ws, HelperBinary: bin + "-helper"})
 	if err != nil {
 		removeContainers(eng.API(), ws)
 		eng.Close()

@@ -153,7 +153,7 @@ func bashShare(ctx context.Context, r *report, helperBin string) error {
 		return err
 	}
 	defer bs.Close()
-	sb, err := eng.Open(ctx, docker.Options{Workspace: ws, Image: images.Tag(), HelperBinary: helperBin})
+	sb, err := eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Workspace: ws, HelperBinary: helperBin})
 	if err != nil {
 		return err
 	}

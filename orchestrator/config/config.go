@@ -23,6 +23,7 @@ import (
 	"os"
 
 	"github.com/shiroagent/shiro/internal/atomicfile"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // Providers.
@@ -142,28 +143,11 @@ type HostRule struct {
 // (openai-compatible servers may be keyless).
 func (c Config) APIKeyRequired() bool { return c.Provider != ProviderOpenAICompatible }
 
-// Sandbox configures the container. Zero limits mean the sandbox's
-// defaults.
-type Sandbox struct {
-	// Image is an image reference, a path to a Dockerfile or a
-	// devcontainer.json, or "devcontainer"; empty means the built-in image.
-	Image string
-	// ImageFromProject says Image comes from the project file: the paths
-	// it names must stay inside the workspace.
-	ImageFromProject bool
-	// Network is ask, open or none ("bridge" is read as open).
-	Network string
-	// Memory is the memory limit in bytes (the file says "4g").
-	Memory int64
-	CPUs   float64
-	Pids   int64
-	// Env lists NAME (the host's value, user file and flags only) or
-	// NAME=value entries. Never print it.
-	Env []string
-	// NoSandbox runs commands on the host. Only the user's file and flags
-	// can set it.
-	NoSandbox bool
-}
+// Sandbox configures the container: the sandbox's own Settings type, so
+// that what Load resolves reaches the engine without being copied field by
+// field. Zero limits mean the sandbox's defaults; Load does not set Idle
+// (a flag of the commands that open a sandbox).
+type Sandbox = sandbox.Settings
 
 // Overrides are the command-line flags; nil means the flag was not given.
 type Overrides struct {

@@ -89,7 +89,7 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 		CPUs:        opts.CPUs,
 		Pids:        opts.Pids,
 		Network:     networkMode(opts.Network),
-		IdleTimeout: opts.IdleTimeout,
+		IdleTimeout: opts.Idle,
 		UID:         opts.UID,
 		GID:         opts.GID,
 	}

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/gitshadow"
 )
 
@@ -26,7 +28,7 @@ func fakeContainerEngine(t *testing.T) (*Engine, *fakeAPI, Options, helperFile, 
 		t.Fatal(err)
 	}
 	var notices []string
-	opts, err := Options{Workspace: t.TempDir(), Image: "img", HelperBinary: bin, UID: 1000, GID: 1000,
+	opts, err := Options{Settings: sandbox.Settings{Image: "img"}, Workspace: t.TempDir(), HelperBinary: bin, UID: 1000, GID: 1000,
 		Notices: func(s string) { notices = append(notices, s) }}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +163,14 @@ func TestReuseAndRecovery(t *testing.T) {
 	if countPrefix(api.calls, "create ") != creates {
 		t.Error("reuse created a container")
 	}
+	// Stopped (the idle timeout, `docker stop`): started again, not made anew.
+	api.find(first.id).running = false
+	if again := ensure(t, e, opts, h, gitPlan{}); again.id != first.id || !api.find(first.id).running {
+		t.Error("a stopped container was not started again")
+	}
+	if countPrefix(api.calls, "create ") != creates {
+		t.Error("starting a stopped container created one")
+	}
 	// Removed behind shiro's back: made again under the same name.
 	delete(api.containers, first.id)
 	back := ensure(t, e, opts, h, gitPlan{})
@@ -206,6 +216,41 @@ func TestRenameRaceUsesTheWinnerOnlyIfItIsShiros(t *testing.T) {
 	}
 }
 
+func TestRenameRaceLostToAContainerThatIsNotShiros(t *testing.T) {
+	t.Parallel()
+	e, api, opts, h, _ := fakeContainerEngine(t)
+	var squatter string
+	api.renameHook = func(name string) {
+		api.renameHook = nil
+		// Someone else takes the name while shiro prepares its container:
+		// shiro's labels copied, but no owner token of this user.
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		for _, c := range api.containers {
+			fake := *c
+			fake.id, fake.name = strings.Repeat("e", 64), name
+			fake.cfg.Labels = maps.Clone(c.cfg.Labels)
+			delete(fake.cfg.Labels, LabelOwner)
+			api.containers[fake.id] = &fake
+			squatter = fake.id
+			return
+		}
+	}
+	_, err := e.ensureContainer(t.Context(), opts, h, gitPlan{}, "ws-id")
+	if err == nil || !strings.Contains(err.Error(), "name container") {
+		t.Fatalf("err = %v, want the rename's failure", err)
+	}
+	if api.find(squatter) == nil {
+		t.Error("the squatter was removed")
+	}
+	if n := len(api.containers); n != 1 {
+		t.Errorf("%d containers left, want the squatter only (shiro's half-made one removed)", n)
+	}
+	if e.reg.hasContainer(strings.Repeat("0", 63) + "1") {
+		t.Error("the removed container is still registered")
+	}
+}
+
 func TestSquattedVolumeIsRefused(t *testing.T) {
 	t.Parallel()
 	e, api, opts, h, _ := fakeContainerEngine(t)
@@ -233,7 +278,7 @@ func TestSweepAndPruneTouchOnlyThisUsersContainers(t *testing.T) {
 	other.Workspace = t.TempDir()
 	theirs := ensure(t, otherUser, other, h, gitPlan{})
 	api.find(theirs.id).running = false
-	other.IdleTimeout = time.Minute
+	other.Idle = time.Minute
 	inherited := ensure(t, otherUser, other, h, gitPlan{})
 	delete(api.find(inherited.id).cfg.Labels, LabelOwner)
 	api.find(inherited.id).running = false

@@ -142,6 +142,9 @@ type ResolvedImage struct {
 	Built, Pulled bool
 }
 
+// Reference is an image reference the engine has, ready to run as it is.
+func Reference(ref string) ResolvedImage { return ResolvedImage{Ref: ref, Kind: KindReference} }
+
 // resolveAPI is the part of the client image resolution uses.
 type resolveAPI interface {
 	ImageAPI

@@ -38,30 +38,28 @@ const (
 	DefaultNetwork     = NetworkAsk
 )
 
-// Options choose the container for one workspace.
+// Options choose the container for one workspace: the user's Settings as
+// the configuration resolved them, and what the session adds.
 type Options struct {
+	// Settings are the user's choices (config.Config.Sandbox), passed
+	// whole. Open runs the image it is given (Settings.Image names what
+	// ResolveImage made it from) and resolves Settings.Env once, with
+	// LookupEnv: the NAME=value pairs reach every command's exec (on top of
+	// the image's environment), not the container's configuration, so they
+	// never appear in `docker inspect`. Settings.Network is NetworkAsk (the
+	// default: no network of its own, every connection through Egress),
+	// NetworkOpen ("bridge" is another name for it) or NetworkNone;
+	// Settings.Idle stops the container when no session has been open in
+	// it for that long. NoSandbox and ImageFromProject mean nothing here.
+	sandbox.Settings
 	// Workspace is the absolute host path, mounted at the same path.
 	Workspace string
-	// Image is the image reference to run.
-	Image string
-	// Env holds KEY=VALUE pairs given to every command (the names the user
-	// allowed with --env). They reach the session's exec, not the
-	// container's configuration, so they never appear in `docker inspect`.
-	Env []string
-	// Memory (bytes), CPUs and Pids limit the container.
-	Memory int64
-	CPUs   float64
-	Pids   int64
-	// Network is NetworkAsk (the default: no network of its own, every
-	// connection through Egress), NetworkOpen ("bridge" is another name
-	// for it) or NetworkNone.
-	Network string
+	// LookupEnv reads the host environment for Env's bare names; default
+	// os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 	// Egress serves the connections commands make in ask mode; nil leaves
 	// an ask-mode sandbox without any way out.
 	Egress Egress
-	// IdleTimeout stops the container when no session has been open in it
-	// for this long.
-	IdleTimeout time.Duration
 	// UID and GID run every command; default the current user's.
 	UID, GID int
 	// UserName names the passwd entry made for UID; default the host's name.
@@ -83,6 +81,36 @@ type Options struct {
 	NoMount []string
 }
 
+// resolve gives a copy of o that runs img: Image is its reference and Env
+// the image's environment with o's resolved entries on top.
+func (o Options) resolve(img ResolvedImage) (Options, error) {
+	env, err := o.ResolveEnv(o.LookupEnv)
+	if err != nil {
+		return o, err
+	}
+	o.Image, o.Env = img.Ref, mergeEnv(img.Env, env)
+	return o, nil
+}
+
+// mergeEnv joins NAME=value lists, a later entry replacing an earlier one
+// of the same name in place.
+func mergeEnv(lists ...[]string) []string {
+	var out []string
+	at := map[string]int{}
+	for _, l := range lists {
+		for _, kv := range l {
+			name, _, _ := strings.Cut(kv, "=")
+			if i, ok := at[name]; ok {
+				out[i] = kv
+				continue
+			}
+			at[name] = len(out)
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // withDefaults fills unset fields.
 func (o Options) withDefaults() (Options, error) {
 	if o.Memory == 0 {
@@ -97,8 +125,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Network == "" {
 		o.Network = DefaultNetwork
 	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = DefaultIdleTimeout
+	if o.Idle == 0 {
+		o.Idle = DefaultIdleTimeout
 	}
 	if o.UID == 0 && o.GID == 0 {
 		o.UID, o.GID = os.Getuid(), os.Getgid()

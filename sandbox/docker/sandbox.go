@@ -44,9 +44,15 @@ type Sandbox struct {
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
 
-// Open finds or creates the workspace's container and opens a session on it.
-func (e *Engine) Open(ctx context.Context, opts Options) (*Sandbox, error) {
-	opts, err := opts.withDefaults()
+// Open finds or creates the workspace's container on img (what
+// ResolveImage returned, or a reference the engine has) and opens a session
+// on it.
+func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sandbox, error) {
+	opts, err := opts.resolve(img)
+	if err != nil {
+		return nil, err
+	}
+	opts, err = opts.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox options: %w", err)
 	}

@@ -23,11 +23,12 @@ func openSandbox(t *testing.T, ws string, mutate ...func(*docker.Options)) *dock
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	opts := docker.Options{Workspace: ws, Image: testenv.RequireImage(t, eng.API()), HelperBinary: testenv.Helper(t)}
+	img := docker.Reference(testenv.RequireImage(t, eng.API()))
+	opts := docker.Options{Workspace: ws, HelperBinary: testenv.Helper(t)}
 	for _, m := range mutate {
 		m(&opts)
 	}
-	sb, err := eng.Open(context.WithoutCancel(t.Context()), opts)
+	sb, err := eng.Open(context.WithoutCancel(t.Context()), img, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -277,7 +277,7 @@ func (d *doctor) checkImage(ctx context.Context, eng *docker.Engine, sc orchestr
 			d.fail("image", "the built-in image "+images.Tag()+" is not present", "run `shiro image build` (or just start shiro: it builds it)")
 			return img, false
 		}
-		img = docker.ResolvedImage{Ref: images.Tag(), Kind: docker.KindReference}
+		img = docker.Reference(images.Tag())
 	} else {
 		progress := sc.Progress
 		if progress == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools/mcp/mcptest"
 )
 
@@ -124,7 +125,7 @@ func TestDoctorMCP(t *testing.T) {
 	ws := t.TempDir()
 	var out bytes.Buffer
 	d := &doctor{out: &out}
-	d.checkMCP(t.Context(), cfg, orchestrator.SandboxConfig{Workspace: ws, NoSandbox: true}, "test")
+	d.checkMCP(t.Context(), cfg, orchestrator.SandboxConfig{Settings: sandbox.Settings{NoSandbox: true}, Workspace: ws}, "test")
 	got := out.String()
 	for _, want := range []string{
 		"✓ mcp       echo (your config, stdio on the host): 6 tools",

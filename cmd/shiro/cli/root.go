@@ -156,25 +156,18 @@ func (f *Factory) loadConfigAsked(ws string, sf *SandboxFlags, mf *ModelFlags) (
 	return cfg, paths, nil
 }
 
-// sandboxConfig turns the resolved configuration into the sandbox's.
+// sandboxConfig is the sandbox of a session: the configuration's
+// settings as they are, --idle-timeout, and what the session adds.
 func (f *Factory) sandboxConfig(cfg config.Config, paths config.Paths, ws string, sf *SandboxFlags) orchestrator.SandboxConfig {
 	sc := orchestrator.SandboxConfig{
+		Settings:  cfg.Sandbox,
 		Workspace: ws,
-		NoSandbox: cfg.Sandbox.NoSandbox,
-		Image:     cfg.Sandbox.Image,
-		Env:       cfg.Sandbox.Env,
-		Memory:    cfg.Sandbox.Memory,
-		CPUs:      cfg.Sandbox.CPUs,
-		Pids:      cfg.Sandbox.Pids,
-		Network:   cfg.Sandbox.Network,
 		HostRules: cfg.Network,
 		DataDir:   paths.DataDir,
 		Version:   f.Version,
 		Progress:  f.ErrOut,
 		LookupEnv: f.LookupEnv,
 	}
-	// A project's image may name files inside the workspace only.
-	sc.ImageFromProject = cfg.Sandbox.ImageFromProject
 	if sf != nil {
 		sc.Idle = sf.Idle
 	}

@@ -1,0 +1,78 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Settings are what the user chooses about a session's sandbox. The
+// configuration resolves them (config.Config.Sandbox is this type) and
+// they reach the engine as they are: orchestrator.SandboxConfig and
+// docker.Options embed them beside what a session adds (the workspace,
+// the egress proxy's hooks, progress). Zero limits mean the sandbox's
+// defaults.
+type Settings struct {
+	// Image is an image reference, a path to a Dockerfile or a
+	// devcontainer.json, or "devcontainer" (the workspace's); empty means
+	// the built-in image.
+	Image string
+	// ImageFromProject says Image comes from the project file: the paths
+	// it names must stay inside the workspace.
+	ImageFromProject bool
+	// Network is ask (the default), open or none ("bridge" is read as
+	// open).
+	Network string
+	// Memory is the memory limit in bytes (the file says "4g"); CPUs and
+	// Pids limit the container too.
+	Memory int64
+	CPUs   float64
+	Pids   int64
+	// Env lists NAME (the host's value, user file and flags only) or
+	// NAME=value entries; ResolveEnv turns them into NAME=value pairs.
+	// Never print it.
+	Env []string
+	// NoSandbox runs commands on the host. Only the user's file and flags
+	// can set it.
+	NoSandbox bool
+	// Idle stops the container after this long with nothing running
+	// (--idle-timeout; no configuration key sets it).
+	Idle time.Duration
+}
+
+// CheckEnv reports an Env entry that is neither NAME nor NAME=value, without
+// reading the host environment: callers check before building or starting
+// anything, and ResolveEnv reads it once, when the sandbox opens.
+func (s Settings) CheckEnv() error {
+	for _, e := range s.Env {
+		if name, _, _ := strings.Cut(e, "="); name == "" || strings.ContainsAny(name, " \t\n") {
+			return fmt.Errorf("--env %q: want NAME or NAME=value", e)
+		}
+	}
+	return nil
+}
+
+// ResolveEnv turns Env into NAME=value pairs: a bare NAME takes the value
+// lookup gives (and is skipped when unset), NAME=value is passed as is. A
+// nil lookup reads the process's environment.
+func (s Settings) ResolveEnv(lookup func(string) (string, bool)) ([]string, error) {
+	if err := s.CheckEnv(); err != nil {
+		return nil, err
+	}
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	out := make([]string, 0, len(s.Env))
+	for _, e := range s.Env {
+		name, _, hasValue := strings.Cut(e, "=")
+		if hasValue {
+			out = append(out, e)
+			continue
+		}
+		if v, ok := lookup(name); ok {
+			out = append(out, name+"="+v)
+		}
+	}
+	return out, nil
+}
