@@ -146,6 +146,8 @@ func New(cfg Config) *Proxy {
 		DialContext:        p.dialHTTP,
 		DisableKeepAlives:  true,
 		DisableCompression: true,
+		ReadBufferSize:     64 << 10,
+		WriteBufferSize:    64 << 10,
 	}
 	gp.ConnectDial = nil
 	gp.ConnectDialWithReq = func(req *http.Request, _, addr string) (net.Conn, error) {
@@ -170,11 +172,23 @@ func New(cfg Config) *Proxy {
 	return p
 }
 
-// Serve answers proxy requests on l until l is closed.
+// Serve answers proxy requests on l until l is closed, then ends the
+// connections it carries.
 func (p *Proxy) Serve(l net.Listener) error {
-	srv := &http.Server{Handler: p.gp, ReadHeaderTimeout: time.Minute}
-	err := srv.Serve(l)
+	ts := &tunnels{}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodConnect {
+				p.tunnel(ts, w, r)
+				return
+			}
+			p.gp.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: readHeaderTimeout,
+	}
+	err := srv.Serve(serveListener{l})
 	_ = srv.Close()
+	ts.closeAll()
 	return err
 }
 
@@ -254,30 +268,55 @@ func (p *Proxy) dialHTTP(ctx context.Context, _, addr string) (net.Conn, error) 
 }
 
 // dial decides host:port for the command whose token it is and connects
-// to the checked address.
+// to the checked address; the connection's record is kept when it closes.
 func (p *Proxy) dial(ctx context.Context, token, hostport string) (net.Conn, error) {
+	conn, done, err := p.connect(ctx, token, hostport)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: conn, done: done}, nil
+}
+
+// connect decides host:port for the command whose token it is and connects
+// to the checked address. The connection is the dialer's own (a
+// *net.TCPConn, which the kernel can splice); done records it with the
+// bytes sent and received, once it is over.
+func (p *Proxy) connect(ctx context.Context, token, hostport string) (net.Conn, func(sent, recv int64), error) {
+	a, err := p.decide(ctx, token, hostport)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.open(ctx, a)
+}
+
+// allowed is a connection the policy allowed: its record so far and the
+// checked address to connect to.
+type allowed struct {
+	rec  Record
+	addr netip.AddrPort
+}
+
+// decide applies the policy to host:port for the command whose token it
+// is, asking when no rule decides. A refusal is recorded here; an allowed
+// connection when it is over.
+func (p *Proxy) decide(ctx context.Context, token, hostport string) (allowed, error) {
 	var c sandbox.Caller
 	if reg := p.lookup(token); reg != nil {
 		c = reg.caller
 	}
-	host, ps, err := net.SplitHostPort(hostport)
+	host, port, err := splitHostPort(hostport)
 	if err != nil {
-		host, ps = hostport, "80"
+		return allowed{}, err
 	}
-	port, err := strconv.Atoi(ps)
-	if err != nil {
-		return nil, fmt.Errorf("bad port in %q", hostport)
-	}
-	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 	hp := net.JoinHostPort(host, strconv.Itoa(port))
 	rec := Record{Time: time.Now(), Host: host, Port: port, Caller: c}
-	deny := func(rule string) (net.Conn, error) {
+	deny := func(rule string) (allowed, error) {
 		rec.Decision, rec.Rule = DecisionDeny, rule
 		pe := &PolicyError{HostPort: hp, Rule: rule, How: p.cfg.HowToAllow(hp)}
 		rec.Error = pe.Error()
 		p.record(rec)
 		p.refused(token, pe.Error())
-		return nil, pe
+		return allowed{}, pe
 	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
@@ -289,7 +328,7 @@ func (p *Proxy) dial(ctx context.Context, token, hostport string) (net.Conn, err
 		if err != nil {
 			rec.Decision, rec.Rule, rec.Error = DecisionDeny, "name not resolved", err.Error()
 			p.record(rec)
-			return nil, fmt.Errorf("resolve %s: %w", host, err)
+			return allowed{}, fmt.Errorf("resolve %s: %w", host, err)
 		}
 	}
 	pol := p.Policy()
@@ -326,18 +365,38 @@ func (p *Proxy) dial(ctx context.Context, token, hostport string) (net.Conn, err
 	}
 	rec.Decision = DecisionAllow
 	rec.Rule = d.Rule
+	return allowed{rec: rec, addr: netip.AddrPortFrom(d.Addr, uint16(port))}, nil
+}
+
+// open connects to an allowed connection's address.
+func (p *Proxy) open(ctx context.Context, a allowed) (net.Conn, func(sent, recv int64), error) {
+	rec := a.rec
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := p.dialTCP(dctx, netip.AddrPortFrom(d.Addr, uint16(port)).String())
+	conn, err := p.dialTCP(dctx, a.addr.String())
 	if err != nil {
 		rec.Error = err.Error()
 		p.record(rec)
-		return nil, err
+		return nil, nil, err
 	}
-	return &countingConn{Conn: conn, done: func(sent, recv int64) {
+	return conn, func(sent, recv int64) {
 		rec.Sent, rec.Received = sent, recv
 		p.record(rec)
-	}}, nil
+	}, nil
+}
+
+// splitHostPort reads a request's host:port (port 80 when it has none) in
+// the policy's form: lower case, no brackets, no trailing dot.
+func splitHostPort(hostport string) (string, int, error) {
+	host, ps, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, ps = hostport, "80"
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil {
+		return "", 0, fmt.Errorf("bad port in %q", hostport)
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), ".")), port, nil
 }
 
 // remember adds an "always" answer to the rules in force and stores it.
