@@ -3,6 +3,8 @@ package egress
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -85,6 +87,15 @@ type Config struct {
 	// HowToAllow ends the refusal message; default names --allow-host and
 	// network.allow.
 	HowToAllow func(hostport string) string
+	// Credentials are headers added to the requests to some hosts
+	// (credentials.go); HTTPS to those hosts is intercepted with
+	// certificates CA signs, and without CA only plain HTTP gets them.
+	Credentials []Credential
+	// CA signs the certificates of the intercepted hosts.
+	CA *tls.Certificate
+	// RootCAs verifies the servers of intercepted hosts; nil: the system's
+	// (which SSL_CERT_FILE and SSL_CERT_DIR change).
+	RootCAs *x509.CertPool
 }
 
 // Proxy is the egress proxy of one shiro process. Serve it on as many
@@ -95,6 +106,9 @@ type Proxy struct {
 
 	// dialTCP connects to a checked address (tests redirect it).
 	dialTCP func(ctx context.Context, addr string) (net.Conn, error)
+
+	creds   []*credential
+	mitmTLS func(host string, ctx *goproxy.ProxyCtx) (*tls.Config, error)
 
 	mu      sync.Mutex
 	policy  Policy
@@ -148,6 +162,15 @@ func New(cfg Config) *Proxy {
 		DisableCompression: true,
 		ReadBufferSize:     64 << 10,
 		WriteBufferSize:    64 << 10,
+		TLSClientConfig:    &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
+	}
+	for _, c := range cfg.Credentials {
+		p.creds = append(p.creds, &credential{Credential: c})
+	}
+	if cfg.CA != nil {
+		p.mitmTLS = goproxy.TLSConfigFromCA(cfg.CA)
+		gp.CertStore = &certStore{}
+		gp.OnRequest().HandleConnectFunc(p.handleConnect)
 	}
 	gp.ConnectDial = nil
 	gp.ConnectDialWithReq = func(req *http.Request, _, addr string) (net.Conn, error) {
@@ -157,9 +180,15 @@ func New(cfg Config) *Proxy {
 		writeError(w, err)
 	}
 	gp.OnRequest().DoFunc(func(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-		token := tokenOf(r)
+		info := dialInfo{token: tokenOf(r)}
+		if in, ok := ctx.UserData.(*intercepted); ok {
+			info = dialInfo{token: in.token, in: in}
+		}
 		r.Header.Del("Proxy-Authorization")
-		return r.WithContext(context.WithValue(r.Context(), tokenKey{}, token)), nil
+		if resp := p.addCredential(r); resp != nil {
+			return r, resp
+		}
+		return r.WithContext(context.WithValue(r.Context(), dialKey{}, info)), nil
 	})
 	gp.OnResponse().DoFunc(func(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 		var pe *PolicyError
@@ -178,11 +207,20 @@ func (p *Proxy) Serve(l net.Listener) error {
 	ts := &tunnels{}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodConnect {
-				p.tunnel(ts, w, r)
+			if r.Method != http.MethodConnect {
+				p.gp.ServeHTTP(w, r)
 				return
 			}
-			p.gp.ServeHTTP(w, r)
+			if !ts.start() {
+				http.Error(w, "the sandbox's session is over", http.StatusServiceUnavailable)
+				return
+			}
+			defer ts.end()
+			if p.intercepts(r.URL.Host) {
+				p.intercept(ts, w, r)
+				return
+			}
+			p.tunnel(ts, w, r)
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
 	}
@@ -259,12 +297,26 @@ func (p *Proxy) Policy() Policy {
 	return p.policy
 }
 
-// tokenKey carries a plain request's token to the transport's dial.
-type tokenKey struct{}
+// dialKey carries a proxied request's dialInfo to the transport's dial.
+type dialKey struct{}
 
+// dialHTTP connects a request goproxy carries: one inside an intercepted
+// CONNECT to the address decided for the CONNECT, any other as decided now.
 func (p *Proxy) dialHTTP(ctx context.Context, _, addr string) (net.Conn, error) {
-	token, _ := ctx.Value(tokenKey{}).(string)
-	return p.dial(ctx, token, addr)
+	info, _ := ctx.Value(dialKey{}).(dialInfo)
+	if in := info.in; in != nil {
+		host, port, err := splitHostPort(addr)
+		if err == nil && host == in.allowed.rec.Host && port == in.allowed.rec.Port {
+			a := in.allowed
+			a.rec.Time = time.Now()
+			conn, done, err := p.open(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			return &countingConn{Conn: conn, done: done}, nil
+		}
+	}
+	return p.dial(ctx, info.token, addr)
 }
 
 // dial decides host:port for the command whose token it is and connects

@@ -53,8 +53,9 @@ func (l serveListener) Accept() (net.Conn, error) {
 	return serveConn{c}, nil
 }
 
-// tunnels are the connections hijacked from one Serve (its tunnels), which
-// end with it: net/http forgets a connection once it is hijacked.
+// tunnels are the CONNECTs of one Serve: their handlers, and the
+// connections hijacked for them, which end with it (net/http forgets a
+// connection once it is hijacked).
 type tunnels struct {
 	mu     sync.Mutex
 	closed bool
@@ -62,8 +63,21 @@ type tunnels struct {
 	wg     sync.WaitGroup
 }
 
-// add takes c on; false once the Serve has ended.
-func (t *tunnels) add(c net.Conn) bool {
+// start counts a handler in; false once the Serve has ended.
+func (t *tunnels) start() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.wg.Add(1)
+	return true
+}
+
+func (t *tunnels) end() { t.wg.Done() }
+
+// track takes c on, to close when the Serve ends; false once it has.
+func (t *tunnels) track(c net.Conn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -73,25 +87,27 @@ func (t *tunnels) add(c net.Conn) bool {
 		t.conns = map[net.Conn]struct{}{}
 	}
 	t.conns[c] = struct{}{}
-	t.wg.Add(1)
 	return true
 }
 
-func (t *tunnels) done(c net.Conn) {
+func (t *tunnels) untrack(c net.Conn) {
 	t.mu.Lock()
 	delete(t.conns, c)
 	t.mu.Unlock()
-	t.wg.Done()
 }
 
 // closeAll ends every tunnel and waits for their handlers.
 func (t *tunnels) closeAll() {
 	t.mu.Lock()
 	t.closed = true
+	conns := make([]net.Conn, 0, len(t.conns))
 	for c := range t.conns {
-		_ = c.Close()
+		conns = append(conns, c)
 	}
 	t.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
 	t.wg.Wait()
 }
 
@@ -119,17 +135,17 @@ func (p *Proxy) tunnel(ts *tunnels, w http.ResponseWriter, r *http.Request) {
 	}
 	client := unwrap(hc)
 	if err != nil {
-		writeError(client, err)
+		_ = errorResponse(r, err).Write(client)
 		_ = client.Close()
 		return
 	}
-	if !ts.add(client) {
+	if !ts.track(client) {
 		_ = client.Close()
 		_ = target.Close()
 		done(0, 0)
 		return
 	}
-	defer ts.done(client)
+	defer ts.untrack(client)
 	_, err = io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n")
 	// Bytes the client sent right behind its CONNECT, read with it.
 	var early int64
