@@ -176,6 +176,7 @@ type layer struct {
 	NoSandbox                                         *bool
 	MCPServers                                        map[string]json.RawMessage
 	NetAllow, NetDeny                                 *[]string
+	NetCreds                                          *[]Credential // network.credentials, user file only
 	// TrustPaths is trust.paths: workspaces (paths or glob patterns) whose
 	// project asks need no question. User file only.
 	TrustPaths *[]string
@@ -379,8 +380,15 @@ func (p *parser) top(l *layer, m member) error {
 				dst = &l.NetAllow
 			case "network.deny":
 				dst = &l.NetDeny
+			case "network.credentials":
+				cs, err := parseCredentials(nm.raw)
+				if err != nil {
+					return p.check(nm, err)
+				}
+				l.NetCreds = &cs
+				continue
 			default:
-				p.unknown(nm.key, []string{"allow", "deny"}, "network.")
+				p.unknown(nm.key, []string{"allow", "deny", "credentials"}, "network.")
 				continue
 			}
 			if err := p.decode(nm, dst, "a list of host patterns", "an array"); err != nil || *dst == nil {
@@ -598,6 +606,7 @@ func (m *merger) user(u *layer, file string) {
 	m.trustPaths = u.TrustPaths
 	m.hostRules(u.NetAllow, &m.net.Allow, "network.allow in "+file)
 	m.hostRules(u.NetDeny, &m.net.Deny, "network.deny in "+file)
+	m.net.Credentials = credentials(u.NetCreds, file)
 }
 
 // hostRules appends the patterns to dst, naming their source.
@@ -689,6 +698,10 @@ func (m *merger) project(p *layer, laterProvider, laterNetwork bool) {
 		m.note(f, "network.allow", `"network.allow" is ignored: a project can add denials, not allowances (allow hosts in your user config or with --allow-host)`)
 	}
 	p.NetAllow = nil
+	if p.NetCreds != nil {
+		m.note(f, "network.credentials", `"network.credentials" is ignored: a project cannot name credentials (set them in your user config)`)
+		p.NetCreds = nil
+	}
 	m.hostRules(p.NetDeny, &m.net.Deny, "network.deny in "+f)
 	m.limits(p, f)
 	m.toolSets(p, f)
