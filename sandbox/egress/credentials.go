@@ -287,3 +287,13 @@ func NewCA(name string) (certPEM, keyPEM []byte, err error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), nil
 }
+
+// CACert is the PEM certificate of the CA that signs for intercepted
+// hosts, for the sandbox's trust; nil when nothing is intercepted. The key
+// stays here.
+func (p *Proxy) CACert() []byte {
+	if p.cfg.CA == nil || len(p.cfg.CA.Certificate) == 0 || len(p.creds) == 0 {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.cfg.CA.Certificate[0]})
+}
