@@ -188,6 +188,9 @@ func New(cfg Config) *Proxy {
 		if resp := p.addCredential(r); resp != nil {
 			return r, resp
 		}
+		if info.in == nil && usePlainTrip(r) {
+			ctx.RoundTripper = goproxy.RoundTripperFunc(p.plainTrip)
+		}
 		return r.WithContext(context.WithValue(r.Context(), dialKey{}, info)), nil
 	})
 	gp.OnResponse().DoFunc(func(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
@@ -208,6 +211,9 @@ func (p *Proxy) Serve(l net.Listener) error {
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodConnect {
+				// The request's body is still being sent upstream while the
+				// response comes back.
+				_ = http.NewResponseController(w).EnableFullDuplex()
 				p.gp.ServeHTTP(w, r)
 				return
 			}

@@ -27,8 +27,15 @@ var blockPool = sync.Pool{New: func() any { b := make([]byte, copyBlock); return
 // to reach it), which copies it in copyBlock blocks.
 type serveConn struct{ net.Conn }
 
-// ReadFrom copies r to the connection in large blocks.
+// ReadFrom copies r to the connection: a plain response's body straight
+// from the target's socket (plainBody.spliceTo), anything else in large
+// blocks.
 func (c serveConn) ReadFrom(r io.Reader) (int64, error) {
+	if pb, ok := r.(*plainBody); ok {
+		if n, ok, err := pb.spliceTo(c.Conn); ok {
+			return n, err
+		}
+	}
 	b := blockPool.Get().(*[]byte)
 	defer blockPool.Put(b)
 	return io.CopyBuffer(struct{ io.Writer }{c.Conn}, struct{ io.Reader }{r}, *b)
