@@ -110,6 +110,13 @@ func newEgress(cfg SandboxConfig) (*egress.Proxy, error) {
 		}
 	}
 	ec := egress.Config{Policy: pol, OnRecord: cfg.OnConnection}
+	if creds := cfg.HostRules.Credentials; len(creds) > 0 {
+		ca, err := workspaceCA(cfg.DataDir, cfg.Workspace)
+		if err != nil {
+			return nil, fmt.Errorf("make the CA for network.credentials: %w", err)
+		}
+		ec.Credentials, ec.CA = egressCredentials(creds), ca
+	}
 	if cfg.AskHost != nil {
 		ec.Ask = cfg.AskHost
 	}

@@ -130,6 +130,8 @@ type Config struct {
 type NetworkRules struct {
 	Allow []HostRule
 	Deny  []HostRule
+	// Credentials are the headers the proxy adds per host (user file only).
+	Credentials []Credential
 }
 
 // HostRule is one host pattern ("example.com", "*.example.com",

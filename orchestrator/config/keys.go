@@ -127,7 +127,30 @@ var (
 			return rules
 		}}
 	kServers = &kind{name: "object", want: "an object", json: "an object", parse: parseServers}
+	// kCredentials is network.credentials: each entry named by its place.
+	kCredentials = &kind{name: "list", want: `a list of {"host", "header", "env" or "command"}`, json: "an array", parse: parseCredentialsKey,
+		merge: func(_, v any, source string) any {
+			name, file, _ := strings.Cut(source, " in ")
+			cs := listOf[Credential](v)
+			for i := range cs {
+				cs[i].Source = fmt.Sprintf("%s[%d] in %s", name, i, file)
+			}
+			return cs
+		}}
 )
+
+// parseCredentialsKey reads network.credentials (parseCredentials checks
+// each entry).
+func parseCredentialsKey(p *parser, m member) (any, error) {
+	if isNull(m.raw) {
+		return nil, nil
+	}
+	cs, err := parseCredentials(m.raw)
+	if err != nil {
+		return nil, p.errorAt(m.off, m.key, err)
+	}
+	return cs, nil
+}
 
 // listOf is a merged list value, cloned (nil when unset).
 func listOf[T any](v any) []T {
@@ -300,6 +323,11 @@ var keys = []*key{
 	{name: "network.deny", kind: kHosts, defText: "none", check: checkHosts,
 		doc:   "hosts the egress proxy refuses in ask mode",
 		field: field(func(c *Config) *[]HostRule { return &c.Network.Deny })},
+	{name: "network.credentials", kind: kCredentials, defText: "none",
+		doc: "headers the egress proxy adds per host, valued from your environment or a command; never in the sandbox",
+		project: projectRule{mode: projectNever,
+			notice: `"network.credentials" is ignored: a project cannot name credentials (set them in your user config)`},
+		field: field(func(c *Config) *[]Credential { return &c.Network.Credentials })},
 	{name: "mcpServers", kind: kServers, defText: "none",
 		doc: "MCP servers by name (a project's run in the sandbox)",
 		project: projectRule{apart: true,

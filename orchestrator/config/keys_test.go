@@ -54,8 +54,10 @@ var keySamples = map[string]keySample{
 	"sandbox.noSandbox": {value: `true`, want: true, refusedWant: false, tightBase: `true`, tight: `false`, tightWant: false},
 	"network.allow":     {value: `["a.example"]`, want: []string{"a.example"}, refusedWant: []string(nil)},
 	"network.deny":      {value: `["a.example"]`, want: []string{"a.example"}},
-	"mcpServers":        {value: `{"s": {"command": "x"}}`, want: map[string]json.RawMessage{"s": json.RawMessage(`{"command": "x"}`)}},
-	"trust.paths":       {value: `["/srv/*"]`, want: []string{"/srv/*"}, refusedWant: []string(nil)},
+	"network.credentials": {value: `[{"host": "a.example", "header": "X-Key", "env": "K"}]`,
+		want: []Credential{{Host: "a.example", Header: "X-Key", Env: "K"}}, refusedWant: []Credential(nil)},
+	"mcpServers":  {value: `{"s": {"command": "x"}}`, want: map[string]json.RawMessage{"s": json.RawMessage(`{"command": "x"}`)}},
+	"trust.paths": {value: `["/srv/*"]`, want: []string{"/srv/*"}, refusedWant: []string(nil)},
 }
 
 // nest puts value at a dotted key in a JSON document.
@@ -81,6 +83,11 @@ func valueAt(c Config, at func(*Config) any) any {
 			patterns = append(patterns, r.Pattern)
 		}
 		return patterns
+	}
+	if cs, ok := v.([]Credential); ok {
+		for i := range cs {
+			cs[i].Source = "" // checked in network_test.go
+		}
 	}
 	return v
 }

@@ -83,3 +83,35 @@ func TestLoadNetworkRulesRefuseBadPatterns(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadNetworkCredentials(t *testing.T) {
+	t.Parallel()
+	user := `{"network": {"credentials": [
+		{"host": "API.test", "header": "Authorization", "env": "API_TOKEN"},
+		{"host": "*.git.test:443", "header": "X-Token", "command": ["gh", "auth", "token"]}]}}`
+	cfg, notices, err := fixture{user: user, project: `{"network": {"credentials": [{"host": "evil.test", "header": "X", "env": "HOME"}]}}`}.load(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := cfg.Network.Credentials
+	if len(cs) != 2 || cs[0].Host != "api.test" || cs[0].Env != "API_TOKEN" || !slices.Equal(cs[1].Command, []string{"gh", "auth", "token"}) ||
+		!strings.HasPrefix(cs[1].Source, "network.credentials[1] in ") {
+		t.Errorf("credentials %+v", cs)
+	}
+	if joined := strings.Join(notices, "\n"); !strings.Contains(joined, `"network.credentials" is ignored: a project cannot name credentials`) {
+		t.Errorf("notices %q", joined)
+	}
+	for _, bad := range []string{
+		`[{"host": "*", "header": "A", "env": "X"}]`,
+		`[{"host": "a.test", "header": "A B", "env": "X"}]`,
+		`[{"host": "a.test", "header": "Proxy-Authorization", "env": "X"}]`,
+		`[{"host": "a.test", "header": "A"}]`,
+		`[{"host": "a.test", "header": "A", "env": "X", "command": ["x"]}]`,
+		`[{"host": "a.test", "header": "A", "command": "gh auth token"}]`,
+		`[{"host": "a.test", "header": "A", "env": "X", "value": "inline"}]`,
+	} {
+		if _, _, err := (fixture{user: `{"network": {"credentials": ` + bad + `}}`}).load(t); err == nil {
+			t.Errorf("%s loaded", bad)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package docker
 
 import (
+	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -76,6 +78,9 @@ type tunnel struct {
 	// sock is the session's Unix socket (local engines), removed on close.
 	sock     net.Listener
 	sockPath string
+	// trust is the environment pointing commands at the CA bundle, when
+	// the proxy intercepts hosts for credentials.
+	trust []string
 }
 
 // openTunnel starts `helper forward` in the container and serves eg on the
@@ -144,6 +149,14 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 		return nil, fmt.Errorf("network forwarder in %s: %w", c.name, err)
 	}
 	tu.t = t
+	if ca, ok := opts.Egress.(interface{ CACert() []byte }); ok && ca.CACert() != nil {
+		if tu.trust, err = e.installTrust(ctx, c.id, ca.CACert(), opts.UID); err != nil {
+			att.Close()
+			<-tu.demux
+			closeSock(sock, sockPath)
+			return nil, err
+		}
+	}
 	go func() {
 		defer close(tu.served)
 		_ = opts.Egress.Serve(t)
@@ -198,4 +211,68 @@ func containerHostname(id string) string {
 		return id[:12]
 	}
 	return ""
+}
+
+// trustDir holds the CA bundle in the container: the image's system bundle
+// and the certificate of the CA that signs for the hosts the proxy
+// intercepts (for credentials; its key never leaves the host).
+const trustDir = helperDir + "/ca"
+
+// systemBundles are where images keep their system's CA bundle.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Alpine
+	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
+	"/etc/ssl/cert.pem",                  // Alpine, macOS-like layouts
+	"/etc/ssl/ca-bundle.pem",             // openSUSE
+}
+
+// trustVars are the variables the usual clients read their CA bundle from.
+var trustVars = []string{"SSL_CERT_FILE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
+
+// installTrust writes the CA's certificate and a bundle of the image's
+// system bundle and it under trustDir, owned like the helper (not by the
+// command user), and returns the environment that points clients at it.
+func (e *Engine) installTrust(ctx context.Context, id string, caPEM []byte, cmdUID int) ([]string, error) {
+	var system []byte
+	for _, p := range systemBundles {
+		if b, err := e.readFile(ctx, id, p); err == nil && len(b) > 0 {
+			system = b
+			break
+		}
+	}
+	bundle := append(append([]byte(nil), system...), '\n')
+	bundle = append(bundle, caPEM...)
+	owner := 0
+	if cmdUID == 0 {
+		owner = nobody
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	err := tw.WriteHeader(&tar.Header{Name: "ca/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: owner, Gid: owner, ModTime: now})
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"ca/shiro-ca.pem", caPEM}, {"ca/bundle.pem", bundle}} {
+		if err == nil {
+			err = tw.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Uid: owner, Gid: owner, Size: int64(len(f.data)), ModTime: now})
+		}
+		if err == nil {
+			_, err = tw.Write(f.data)
+		}
+	}
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		_, err = e.ctr.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: helperDir, Content: &buf})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("put the sandbox CA's certificate into %s: %w", short(id), err)
+	}
+	env := make([]string, 0, len(trustVars))
+	for _, v := range trustVars {
+		env = append(env, v+"="+trustDir+"/bundle.pem")
+	}
+	return env, nil
 }

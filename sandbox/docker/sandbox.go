@@ -213,7 +213,7 @@ func (s *Sandbox) egressEnv(ctx context.Context) (env []string, release func() [
 	}
 	caller, _ := sandbox.CallerFrom(ctx)
 	token, release := s.opts.Egress.Register(caller)
-	return proxyEnv(tun.t.Port, token, containerHostname(id)), release
+	return append(proxyEnv(tun.t.Port, token, containerHostname(id)), tun.trust...), release
 }
 
 // clientRunner runs a command on a channel without the git boundary's

@@ -3,6 +3,8 @@ package egress
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -85,6 +87,15 @@ type Config struct {
 	// HowToAllow ends the refusal message; default names --allow-host and
 	// network.allow.
 	HowToAllow func(hostport string) string
+	// Credentials are headers added to the requests to some hosts
+	// (credentials.go); HTTPS to those hosts is intercepted with
+	// certificates CA signs, and without CA only plain HTTP gets them.
+	Credentials []Credential
+	// CA signs the certificates of the intercepted hosts.
+	CA *tls.Certificate
+	// RootCAs verifies the servers of intercepted hosts; nil: the system's
+	// (which SSL_CERT_FILE and SSL_CERT_DIR change).
+	RootCAs *x509.CertPool
 }
 
 // Proxy is the egress proxy of one shiro process. Serve it on as many
@@ -95,6 +106,9 @@ type Proxy struct {
 
 	// dialTCP connects to a checked address (tests redirect it).
 	dialTCP func(ctx context.Context, addr string) (net.Conn, error)
+
+	creds   []*credential
+	mitmTLS func(host string, ctx *goproxy.ProxyCtx) (*tls.Config, error)
 
 	mu      sync.Mutex
 	policy  Policy
@@ -146,6 +160,17 @@ func New(cfg Config) *Proxy {
 		DialContext:        p.dialHTTP,
 		DisableKeepAlives:  true,
 		DisableCompression: true,
+		ReadBufferSize:     64 << 10,
+		WriteBufferSize:    64 << 10,
+		TLSClientConfig:    &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
+	}
+	for _, c := range cfg.Credentials {
+		p.creds = append(p.creds, &credential{Credential: c})
+	}
+	if cfg.CA != nil {
+		p.mitmTLS = goproxy.TLSConfigFromCA(cfg.CA)
+		gp.CertStore = &certStore{}
+		gp.OnRequest().HandleConnectFunc(p.handleConnect)
 	}
 	gp.ConnectDial = nil
 	gp.ConnectDialWithReq = func(req *http.Request, _, addr string) (net.Conn, error) {
@@ -155,9 +180,18 @@ func New(cfg Config) *Proxy {
 		writeError(w, err)
 	}
 	gp.OnRequest().DoFunc(func(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-		token := tokenOf(r)
+		info := dialInfo{token: tokenOf(r)}
+		if in, ok := ctx.UserData.(*intercepted); ok {
+			info = dialInfo{token: in.token, in: in}
+		}
 		r.Header.Del("Proxy-Authorization")
-		return r.WithContext(context.WithValue(r.Context(), tokenKey{}, token)), nil
+		if resp := p.addCredential(r); resp != nil {
+			return r, resp
+		}
+		if info.in == nil && usePlainTrip(r) {
+			ctx.RoundTripper = goproxy.RoundTripperFunc(p.plainTrip)
+		}
+		return r.WithContext(context.WithValue(r.Context(), dialKey{}, info)), nil
 	})
 	gp.OnResponse().DoFunc(func(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 		var pe *PolicyError
@@ -170,11 +204,35 @@ func New(cfg Config) *Proxy {
 	return p
 }
 
-// Serve answers proxy requests on l until l is closed.
+// Serve answers proxy requests on l until l is closed, then ends the
+// connections it carries.
 func (p *Proxy) Serve(l net.Listener) error {
-	srv := &http.Server{Handler: p.gp, ReadHeaderTimeout: time.Minute}
-	err := srv.Serve(l)
+	ts := &tunnels{}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodConnect {
+				// The request's body is still being sent upstream while the
+				// response comes back.
+				_ = http.NewResponseController(w).EnableFullDuplex()
+				p.gp.ServeHTTP(w, r)
+				return
+			}
+			if !ts.start() {
+				http.Error(w, "the sandbox's session is over", http.StatusServiceUnavailable)
+				return
+			}
+			defer ts.end()
+			if p.intercepts(r.URL.Host) {
+				p.intercept(ts, w, r)
+				return
+			}
+			p.tunnel(ts, w, r)
+		}),
+		ReadHeaderTimeout: readHeaderTimeout,
+	}
+	err := srv.Serve(serveListener{l})
 	_ = srv.Close()
+	ts.closeAll()
 	return err
 }
 
@@ -245,39 +303,78 @@ func (p *Proxy) Policy() Policy {
 	return p.policy
 }
 
-// tokenKey carries a plain request's token to the transport's dial.
-type tokenKey struct{}
+// dialKey carries a proxied request's dialInfo to the transport's dial.
+type dialKey struct{}
 
+// dialHTTP connects a request goproxy carries: one inside an intercepted
+// CONNECT to the address decided for the CONNECT, any other as decided now.
 func (p *Proxy) dialHTTP(ctx context.Context, _, addr string) (net.Conn, error) {
-	token, _ := ctx.Value(tokenKey{}).(string)
-	return p.dial(ctx, token, addr)
+	info, _ := ctx.Value(dialKey{}).(dialInfo)
+	if in := info.in; in != nil {
+		host, port, err := splitHostPort(addr)
+		if err == nil && host == in.allowed.rec.Host && port == in.allowed.rec.Port {
+			a := in.allowed
+			a.rec.Time = time.Now()
+			conn, done, err := p.open(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			return &countingConn{Conn: conn, done: done}, nil
+		}
+	}
+	return p.dial(ctx, info.token, addr)
 }
 
 // dial decides host:port for the command whose token it is and connects
-// to the checked address.
+// to the checked address; the connection's record is kept when it closes.
 func (p *Proxy) dial(ctx context.Context, token, hostport string) (net.Conn, error) {
+	conn, done, err := p.connect(ctx, token, hostport)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: conn, done: done}, nil
+}
+
+// connect decides host:port for the command whose token it is and connects
+// to the checked address. The connection is the dialer's own (a
+// *net.TCPConn, which the kernel can splice); done records it with the
+// bytes sent and received, once it is over.
+func (p *Proxy) connect(ctx context.Context, token, hostport string) (net.Conn, func(sent, recv int64), error) {
+	a, err := p.decide(ctx, token, hostport)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.open(ctx, a)
+}
+
+// allowed is a connection the policy allowed: its record so far and the
+// checked address to connect to.
+type allowed struct {
+	rec  Record
+	addr netip.AddrPort
+}
+
+// decide applies the policy to host:port for the command whose token it
+// is, asking when no rule decides. A refusal is recorded here; an allowed
+// connection when it is over.
+func (p *Proxy) decide(ctx context.Context, token, hostport string) (allowed, error) {
 	var c sandbox.Caller
 	if reg := p.lookup(token); reg != nil {
 		c = reg.caller
 	}
-	host, ps, err := net.SplitHostPort(hostport)
+	host, port, err := splitHostPort(hostport)
 	if err != nil {
-		host, ps = hostport, "80"
+		return allowed{}, err
 	}
-	port, err := strconv.Atoi(ps)
-	if err != nil {
-		return nil, fmt.Errorf("bad port in %q", hostport)
-	}
-	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 	hp := net.JoinHostPort(host, strconv.Itoa(port))
 	rec := Record{Time: time.Now(), Host: host, Port: port, Caller: c}
-	deny := func(rule string) (net.Conn, error) {
+	deny := func(rule string) (allowed, error) {
 		rec.Decision, rec.Rule = DecisionDeny, rule
 		pe := &PolicyError{HostPort: hp, Rule: rule, How: p.cfg.HowToAllow(hp)}
 		rec.Error = pe.Error()
 		p.record(rec)
 		p.refused(token, pe.Error())
-		return nil, pe
+		return allowed{}, pe
 	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
@@ -289,7 +386,7 @@ func (p *Proxy) dial(ctx context.Context, token, hostport string) (net.Conn, err
 		if err != nil {
 			rec.Decision, rec.Rule, rec.Error = DecisionDeny, "name not resolved", err.Error()
 			p.record(rec)
-			return nil, fmt.Errorf("resolve %s: %w", host, err)
+			return allowed{}, fmt.Errorf("resolve %s: %w", host, err)
 		}
 	}
 	pol := p.Policy()
@@ -326,18 +423,38 @@ func (p *Proxy) dial(ctx context.Context, token, hostport string) (net.Conn, err
 	}
 	rec.Decision = DecisionAllow
 	rec.Rule = d.Rule
+	return allowed{rec: rec, addr: netip.AddrPortFrom(d.Addr, uint16(port))}, nil
+}
+
+// open connects to an allowed connection's address.
+func (p *Proxy) open(ctx context.Context, a allowed) (net.Conn, func(sent, recv int64), error) {
+	rec := a.rec
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := p.dialTCP(dctx, netip.AddrPortFrom(d.Addr, uint16(port)).String())
+	conn, err := p.dialTCP(dctx, a.addr.String())
 	if err != nil {
 		rec.Error = err.Error()
 		p.record(rec)
-		return nil, err
+		return nil, nil, err
 	}
-	return &countingConn{Conn: conn, done: func(sent, recv int64) {
+	return conn, func(sent, recv int64) {
 		rec.Sent, rec.Received = sent, recv
 		p.record(rec)
-	}}, nil
+	}, nil
+}
+
+// splitHostPort reads a request's host:port (port 80 when it has none) in
+// the policy's form: lower case, no brackets, no trailing dot.
+func splitHostPort(hostport string) (string, int, error) {
+	host, ps, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, ps = hostport, "80"
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil {
+		return "", 0, fmt.Errorf("bad port in %q", hostport)
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), ".")), port, nil
 }
 
 // remember adds an "always" answer to the rules in force and stores it.
