@@ -194,23 +194,26 @@ func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tr
 		}
 	}
 	// 1. New content beside the files whose directory is there already.
-	for _, d := range dirs {
-		if err := ctx.Err(); err != nil {
-			cleanup()
-			return err
-		}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	werrs := make([]error, len(dirs))
+	inDirs(dirs, func(i int, d string) {
 		dir, err := s.root.OpenRoot(d)
 		if err != nil {
-			continue // made in step 3
+			return // made in step 3
 		}
+		defer dir.Close()
 		for _, w := range groups[d] {
 			if err := s.writeTemp(dir, w); err != nil {
-				dir.Close()
-				cleanup()
-				return err
+				werrs[i] = err
+				return
 			}
 		}
-		dir.Close()
+	})
+	if err := errors.Join(werrs...); err != nil {
+		cleanup()
+		return err
 	}
 	// 2. Deletions, deepest first, and the directories they empty that the
 	// target has not.
@@ -251,34 +254,47 @@ func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tr
 		return errors.Join(append(errs, fmt.Errorf("sync the workspace: %w", err))...)
 	}
 	// 4. Every rename.
-	for _, d := range dirs {
+	rerrs := make([][]error, len(dirs))
+	inDirs(dirs, func(i int, d string) {
 		dir, err := s.root.OpenRoot(d)
 		if err != nil {
 			for _, w := range groups[d] {
 				if w.tmp != "" {
-					errs = append(errs, fmt.Errorf("restore %s: %w", w.c.Path, err))
+					rerrs[i] = append(rerrs[i], fmt.Errorf("restore %s: %w", w.c.Path, err))
 				}
 			}
-			continue
+			return
 		}
+		defer dir.Close()
 		for _, w := range groups[d] {
 			if w.tmp == "" {
 				continue
 			}
-			if fi, err := dir.Lstat(w.name); err == nil && fi.IsDir() {
-				// A directory the turn made where the target has a file:
-				// empty now unless it holds files the walker does not list.
-				_ = dir.Remove(w.name)
+			if w.c.Action != Modified {
+				if fi, err := dir.Lstat(w.name); err == nil && fi.IsDir() {
+					// A directory the turn made where the target has a
+					// file: empty now unless it holds files the walker
+					// does not list.
+					_ = dir.Remove(w.name)
+				}
 			}
 			if err := dir.Rename(w.tmp, w.name); err != nil {
 				_ = dir.Remove(w.tmp)
-				errs = append(errs, fmt.Errorf("restore %s: %w", w.c.Path, err))
+				rerrs[i] = append(rerrs[i], fmt.Errorf("restore %s: %w", w.c.Path, err))
 			}
 			w.tmp = ""
 		}
-		dir.Close()
+	})
+	for _, e := range rerrs {
+		errs = append(errs, e...)
 	}
 	return errors.Join(errs...)
+}
+
+// inDirs calls fn for each directory, on a few goroutines: the file
+// system works on several directories at once.
+func inDirs(dirs []string, fn func(i int, d string)) {
+	parallel(len(dirs), 4, func(i int) { fn(i, dirs[i]) })
 }
 
 // writeTemp writes w's content to a temporary file in its directory dir,

@@ -265,23 +265,30 @@ func (s *Store) walkStat(ctx context.Context, opts tools.WalkOptions, at int64, 
 
 // hashAll reads and stores the files of batch, on every core.
 func (s *Store) hashAll(ctx context.Context, batch []toHash) {
-	workers := min(runtime.GOMAXPROCS(0), 8, len(batch)/8+1)
+	parallel(len(batch), 8, func(i int) {
+		if err := ctx.Err(); err != nil {
+			batch[i].err = err
+			return
+		}
+		batch[i].h, batch[i].err = s.storeFile(batch[i].p, batch[i].fm)
+	})
+}
+
+// parallel calls fn(i) for i in [0, n) on up to limit goroutines (no more
+// than there are cores), and returns when every call has.
+func parallel(n, limit int, fn func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for range min(runtime.GOMAXPROCS(0), limit, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(batch) {
+				if i >= n {
 					return
 				}
-				if err := ctx.Err(); err != nil {
-					batch[i].err = err
-					continue
-				}
-				batch[i].h, batch[i].err = s.storeFile(batch[i].p, batch[i].fm)
+				fn(i)
 			}
 		}()
 	}
