@@ -78,7 +78,8 @@ func (s *Store) snapshot(ctx context.Context) (plumbing.Hash, map[string]Skipped
 		if !lost && s.excludeStat() == sc.exclude {
 			ok, err := s.update(ctx, ch, at)
 			if err != nil {
-				return plumbing.ZeroHash, nil, err
+				s.dropScan() // the events are spent: the next scan is a full one
+				return plumbing.ZeroHash, nil, fmt.Errorf("checkpoint the workspace: %w", err)
 			}
 			incremental = ok
 		}
@@ -90,6 +91,7 @@ func (s *Store) snapshot(ctx context.Context) (plumbing.Hash, map[string]Skipped
 	}
 	h, err := s.writeTrees()
 	if err != nil {
+		s.dropScan()
 		return plumbing.ZeroHash, nil, err
 	}
 	var skipped map[string]SkippedFile

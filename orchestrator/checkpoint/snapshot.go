@@ -72,8 +72,9 @@ func (s *Store) saveIndex() error {
 	return nil
 }
 
-// indexSaveEvery is how many changed index entries make a checkpoint save
-// the index at once rather than at Close.
+// indexSaveEvery is how many changed index entries make a checkpoint
+// between turns (KindTurn, KindEnd) save the index at once rather than at
+// Close; a tool call's or an undo's checkpoint leaves it for later.
 const indexSaveEvery = 2000
 
 // Record takes a checkpoint of the workspace.
@@ -110,7 +111,7 @@ func (s *Store) record(ctx context.Context, m Meta) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	s.list = list
-	if s.dirty >= indexSaveEvery {
+	if s.dirty >= indexSaveEvery && (m.Kind == KindTurn || m.Kind == KindEnd) {
 		if err := s.saveIndex(); err != nil {
 			return c, err
 		}
