@@ -8,8 +8,10 @@
 // file the walker lists (tracked and untracked, not ignored; .git and
 // node_modules never) with its content, mode and symlink target; files over
 // MaxFileSize are named but not recorded. Unchanged files are recognised by
-// size, mtime, ctime and inode, as git's index does, so a checkpoint costs
-// a walk plus the files that changed.
+// size, mtime, ctime and inode, as git's index does, so the first
+// checkpoint of a process costs a walk plus the files that changed; after
+// it, inotify events (Linux) name the files and directories to read again,
+// and trees are kept per directory, so a checkpoint costs what changed.
 package checkpoint
 
 import (
