@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -76,6 +77,9 @@ func TestIncrementalScansSeeEveryChange(t *testing.T) {
 				return nil
 			})
 			fx.record(t, Meta{Session: "s", Turn: 1, Kind: KindTurn})
+			if !mode.noEvents && runtime.GOOS == "linux" && (fx.store.scan == nil || fx.store.scan.ev == nil) {
+				t.Fatal("the store watches nothing: the scans below would all be full ones")
+			}
 			steps := []struct {
 				name string
 				do   func(string) error
@@ -153,6 +157,9 @@ func TestIncrementalScansSeeEveryChange(t *testing.T) {
 					t.Errorf("%s: the checkpoint did not change", step.name)
 				}
 				prev = c.Tree
+				if !mode.noEvents && runtime.GOOS == "linux" && fx.store.scan.ev == nil {
+					t.Fatalf("%s: the store stopped watching", step.name)
+				}
 			}
 		})
 	}

@@ -2,7 +2,9 @@ package checkpoint
 
 import (
 	"errors"
+	"os"
 	"path"
+	"strconv"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -15,7 +17,8 @@ import (
 // goroutine: events queue in the kernel and are read at the next scan.
 type inotifyEvents struct {
 	fd   int
-	base string // the workspace's path
+	dir  *os.File // the workspace's root, open
+	base string   // a path to it: through /proc/self/fd, so it stays right if the workspace is renamed
 	byWD map[int32]string
 }
 
@@ -23,18 +26,23 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 	unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
 
-func newEvents(base string) events {
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+func newEvents(root *os.Root) events {
+	dir, err := root.Open(".")
 	if err != nil {
 		return nil
 	}
-	return &inotifyEvents{fd: fd, base: base, byWD: map[int32]string{}}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		dir.Close()
+		return nil
+	}
+	return &inotifyEvents{fd: fd, dir: dir, base: "/proc/self/fd/" + strconv.Itoa(int(dir.Fd())), byWD: map[int32]string{}}
 }
 
 func (e *inotifyEvents) watch(rel string) bool {
-	p := e.base
+	p := e.base + "/." // the link /proc/self/fd/N itself is no directory
 	if rel != "" {
-		p += "/" + rel
+		p = e.base + "/" + rel
 	}
 	wd, err := unix.InotifyAddWatch(e.fd, p, watchMask)
 	if err != nil {
@@ -94,4 +102,7 @@ func (e *inotifyEvents) changed() (changes, bool) {
 	return ch, lost
 }
 
-func (e *inotifyEvents) close() { unix.Close(e.fd) }
+func (e *inotifyEvents) close() {
+	unix.Close(e.fd)
+	e.dir.Close()
+}

@@ -2,6 +2,8 @@
 
 package checkpoint
 
+import "os"
+
 // newEvents has no change notification to offer here: every scan walks
 // the whole workspace (with the stat index).
-func newEvents(string) events { return nil }
+func newEvents(*os.Root) events { return nil }

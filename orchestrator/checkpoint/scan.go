@@ -124,7 +124,7 @@ func (s *Store) fullScan(ctx context.Context, at int64) error {
 	sc := &scanState{dirs: map[string]*dirState{"": newDirState()}}
 	s.scan = sc
 	if !s.noEvents {
-		sc.ev = newEvents(s.root.Name())
+		sc.ev = newEvents(s.root)
 		if sc.ev != nil && !sc.ev.watch("") {
 			sc.ev.close()
 			sc.ev = nil
