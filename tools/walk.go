@@ -25,6 +25,10 @@ type WalkOptions struct {
 	// DirLinks yields symlinks to directories as well (never entered), as
 	// git records them; by default they are left out.
 	DirLinks bool
+	// EnterDir, when set, is called with each directory the walk would
+	// enter (listed, not ignored), before it is read; false leaves it
+	// unread. It is not called for Dir itself.
+	EnterDir func(rel string) bool
 }
 
 // FileStat is a file's lstat data as WalkStat reports it.
@@ -154,7 +158,7 @@ func walkEntries(dr *dirReader, dir *os.File, d walkDir, entries []fs.DirEntry, 
 				continue
 			}
 			if isDir && (mode.IsDir() || !opts.DirLinks) {
-				if mode.IsDir() {
+				if mode.IsDir() && (opts.EnterDir == nil || opts.EnterDir(p)) {
 					*queue = append(*queue, walkDir{rel: p, rules: dirRules})
 				}
 				continue

@@ -246,3 +246,27 @@ func TestWalkStat(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkEnterDir: EnterDir is asked about each directory the walk would
+// enter (listed, not ignored, not the start), and false leaves it unread.
+func TestWalkEnterDir(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, map[string]string{
+		".gitignore": "out/\n", "a/x": "", "a/b/y": "", "c/z": "", "out/o": "", "top": "",
+	})
+	var asked []string
+	opts := WalkOptions{EnterDir: func(rel string) bool {
+		asked = append(asked, rel)
+		return rel != "a"
+	}}
+	for _, slow := range []bool{false, true} {
+		asked = nil
+		got := walkAll(t, env.Root, opts, slow)
+		if want := []string{".gitignore", "top", "c/z"}; !slices.Equal(got, want) {
+			t.Errorf("slow=%v: got %q, want %q", slow, got, want)
+		}
+		if want := []string{"a", "c"}; !slices.Equal(asked, want) {
+			t.Errorf("slow=%v: EnterDir asked about %q, want %q", slow, asked, want)
+		}
+	}
+}

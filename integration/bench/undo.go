@@ -15,8 +15,9 @@ import (
 
 // undoBench measures checkpoints on the generated tree of 100,000 files:
 // the first one (every file hashed and stored), one after 10 files
-// changed (the stat index recognises the rest), and an undo of 1,000
-// changed files; the walker over the same tree is the baseline.
+// changed (inotify names them; without it the stat index recognises the
+// rest on a walk), and an undo of 1,000 changed files; the walker over the
+// same tree is the baseline.
 func undoBench(ctx context.Context, r *report) error {
 	dir, err := os.MkdirTemp("", "shiro-bench-undo-")
 	if err != nil {

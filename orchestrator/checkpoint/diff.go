@@ -50,15 +50,10 @@ func fsMode(m filemode.FileMode) fs.FileMode {
 }
 
 func (s *Store) tree(h string) (*object.Tree, error) {
-	hash := plumbing.NewHash(h)
-	if hash.IsZero() || h == "" {
+	if h == "" {
 		return &object.Tree{}, nil
 	}
-	t, err := object.GetTree(s.objs, hash)
-	if err != nil {
-		return nil, fmt.Errorf("read checkpoint tree %s: %w", h, err)
-	}
-	return t, nil
+	return s.loadTree(plumbing.NewHash(h))
 }
 
 // changes lists the files that differ between trees a and b, by path.
@@ -66,34 +61,90 @@ func (s *Store) changes(ctx context.Context, a, b string) ([]FileChange, error) 
 	if a == b {
 		return nil, nil
 	}
-	ta, err := s.tree(a)
-	if err != nil {
-		return nil, err
+	var out []FileChange
+	ha, hb := plumbing.ZeroHash, plumbing.ZeroHash
+	if a != "" {
+		ha = plumbing.NewHash(a)
 	}
-	tb, err := s.tree(b)
-	if err != nil {
-		return nil, err
+	if b != "" {
+		hb = plumbing.NewHash(b)
 	}
-	chs, err := object.DiffTreeWithOptions(ctx, ta, tb, nil)
-	if err != nil {
+	if err := s.diffTrees(ctx, ha, hb, "", &out); err != nil {
 		return nil, fmt.Errorf("compare checkpoints: %w", err)
-	}
-	out := make([]FileChange, 0, len(chs))
-	for _, c := range chs {
-		fc := FileChange{oldHash: c.From.TreeEntry.Hash, newHash: c.To.TreeEntry.Hash, oldFM: c.From.TreeEntry.Mode, newFM: c.To.TreeEntry.Mode}
-		switch {
-		case c.From.Name == "":
-			fc.Path, fc.Action = c.To.Name, Created
-		case c.To.Name == "":
-			fc.Path, fc.Action = c.From.Name, Deleted
-		default:
-			fc.Path, fc.Action = c.To.Name, Modified
-		}
-		fc.OldMode, fc.NewMode = fsMode(fc.oldFM), fsMode(fc.newFM)
-		out = append(out, fc)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// diffTrees appends the files that differ between the trees a and b (the
+// zero hash for none) below prefix. Subtrees with the same hash are not
+// read.
+func (s *Store) diffTrees(ctx context.Context, a, b plumbing.Hash, prefix string, out *[]FileChange) error {
+	if a == b {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ta, err := s.loadTree(a)
+	if err != nil {
+		return err
+	}
+	tb, err := s.loadTree(b)
+	if err != nil {
+		return err
+	}
+	ea, eb := ta.Entries, tb.Entries
+	for len(ea) > 0 || len(eb) > 0 {
+		var x, y *object.TreeEntry
+		switch {
+		case len(eb) == 0:
+			x, ea = &ea[0], ea[1:]
+		case len(ea) == 0:
+			y, eb = &eb[0], eb[1:]
+		default:
+			switch c := strings.Compare(treeName(ea[0]), treeName(eb[0])); {
+			case c < 0:
+				x, ea = &ea[0], ea[1:]
+			case c > 0:
+				y, eb = &eb[0], eb[1:]
+			default:
+				x, y, ea, eb = &ea[0], &eb[0], ea[1:], eb[1:]
+			}
+		}
+		var p string
+		if x != nil {
+			p = joinPath(prefix, x.Name)
+		} else {
+			p = joinPath(prefix, y.Name)
+		}
+		switch {
+		case x != nil && x.Mode == filemode.Dir, y != nil && y.Mode == filemode.Dir:
+			ha, hb := plumbing.ZeroHash, plumbing.ZeroHash
+			if x != nil {
+				ha = x.Hash
+			}
+			if y != nil {
+				hb = y.Hash
+			}
+			if err := s.diffTrees(ctx, ha, hb, p, out); err != nil {
+				return err
+			}
+		case x == nil:
+			*out = append(*out, change(p, Created, object.TreeEntry{}, *y))
+		case y == nil:
+			*out = append(*out, change(p, Deleted, *x, object.TreeEntry{}))
+		case x.Hash != y.Hash || x.Mode != y.Mode:
+			*out = append(*out, change(p, Modified, *x, *y))
+		}
+	}
+	return nil
+}
+
+func change(p string, a Action, from, to object.TreeEntry) FileChange {
+	fc := FileChange{Path: p, Action: a, oldHash: from.Hash, newHash: to.Hash, oldFM: from.Mode, newFM: to.Mode}
+	fc.OldMode, fc.NewMode = fsMode(fc.oldFM), fsMode(fc.newFM)
+	return fc
 }
 
 // Changes lists the files that differ from checkpoint a to checkpoint b.
@@ -241,28 +292,7 @@ func (s *Store) blobText(h plumbing.Hash, fm filemode.FileMode) (blobContent, er
 }
 
 func (s *Store) readBlob(h plumbing.Hash) ([]byte, error) {
-	obj, err := s.objs.EncodedObject(plumbing.BlobObject, h)
-	if err != nil {
-		return nil, fmt.Errorf("read checkpoint object %s: %w", h, err)
-	}
-	r, err := obj.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	buf := make([]byte, obj.Size())
-	n := 0
-	for n < len(buf) {
-		k, err := r.Read(buf[n:])
-		n += k
-		if err != nil {
-			break
-		}
-	}
-	if int64(n) != obj.Size() {
-		return nil, fmt.Errorf("read checkpoint object %s: short read", h)
-	}
-	return buf, nil
+	return s.readObject(plumbing.BlobObject, h)
 }
 
 // Reverse is the same change seen the other way round (the turn's change

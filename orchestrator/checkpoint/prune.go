@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // prune keeps the checkpoints of the last KeepTurns turns that are younger
@@ -52,7 +51,7 @@ func (s *Store) sweep() error {
 			return nil
 		}
 		live[h] = true
-		t, err := object.GetTree(s.objs, h)
+		t, err := s.loadTree(h)
 		if err != nil {
 			return err
 		}
@@ -98,7 +97,8 @@ func (s *Store) sweep() error {
 				continue
 			}
 			_ = os.Remove(filepath.Join(dir, n.Name()))
-			delete(s.trees, h.String())
+			delete(s.trees, h)
+			delete(s.treeCache, h)
 		}
 	}
 	return nil

@@ -144,10 +144,27 @@ func (s *Store) Apply(ctx context.Context, p Plan, keep map[string]bool) ([]File
 
 // pending is one file to put in place.
 type pending struct {
-	c   FileChange
-	tmp string // the temporary file beside it, once written
+	c    FileChange
+	name string // base name
+	tmp  string // the temporary file's base name beside it, once written
 }
 
+// byDir groups files to write by their directory, in a stable order.
+func byDir(writes []*pending) (dirs []string, groups map[string][]*pending) {
+	groups = map[string][]*pending{}
+	for _, w := range writes {
+		d := dirOf(w.c.Path)
+		if _, ok := groups[d]; !ok {
+			dirs = append(dirs, d)
+		}
+		groups[d] = append(groups[d], w)
+	}
+	return dirs, groups
+}
+
+// restore puts the changes chs in place. Each directory is opened once
+// (through the workspace root, never following a symlink out of it) and
+// its files are written, checked and renamed by name inside it.
 func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tree) error {
 	var writes []*pending
 	var deletes []string
@@ -156,31 +173,47 @@ func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tr
 			deletes = append(deletes, c.Path)
 			continue
 		}
-		if err := s.objs.HasEncodedObject(c.newHash); err != nil {
-			return fmt.Errorf("restore %s: the checkpoint lacks its content: %w", c.Path, err)
+		if !s.hasObject(c.newHash) {
+			return fmt.Errorf("restore %s: the checkpoint lacks its content", c.Path)
 		}
-		writes = append(writes, &pending{c: c})
+		writes = append(writes, &pending{c: c, name: path.Base(c.Path)})
 	}
+	dirs, groups := byDir(writes)
 	cleanup := func() {
-		for _, w := range writes {
-			if w.tmp != "" {
-				_ = s.root.Remove(w.tmp)
+		for _, d := range dirs {
+			dir, err := s.root.OpenRoot(d)
+			if err != nil {
+				continue
 			}
+			for _, w := range groups[d] {
+				if w.tmp != "" {
+					_ = dir.Remove(w.tmp)
+				}
+			}
+			dir.Close()
 		}
 	}
 	// 1. New content beside the files whose directory is there already.
-	for _, w := range writes {
-		if err := ctx.Err(); err != nil {
-			cleanup()
-			return err
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	werrs := make([]error, len(dirs))
+	inDirs(dirs, func(i int, d string) {
+		dir, err := s.root.OpenRoot(d)
+		if err != nil {
+			return // made in step 3
 		}
-		if fi, err := s.root.Lstat(dirOf(w.c.Path)); err != nil || !fi.IsDir() {
-			continue
+		defer dir.Close()
+		for _, w := range groups[d] {
+			if err := s.writeTemp(dir, w); err != nil {
+				werrs[i] = err
+				return
+			}
 		}
-		if err := s.writeTemp(w); err != nil {
-			cleanup()
-			return err
-		}
+	})
+	if err := errors.Join(werrs...); err != nil {
+		cleanup()
+		return err
 	}
 	// 2. Deletions, deepest first, and the directories they empty that the
 	// target has not.
@@ -192,18 +225,27 @@ func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tr
 		}
 	}
 	s.removeEmptyDirs(deletes, target)
-	// 3. The files whose directory had to be made, then every rename.
-	for _, w := range writes {
-		if w.tmp != "" {
+	// 3. The files whose directory had to be made.
+	for _, d := range dirs {
+		g := groups[d]
+		if g[0].tmp != "" {
 			continue
 		}
-		if err := s.root.MkdirAll(dirOf(w.c.Path), 0o755); err != nil {
-			errs = append(errs, fmt.Errorf("restore %s: %w", w.c.Path, err))
+		if err := s.root.MkdirAll(d, 0o755); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s: %w", g[0].c.Path, err))
 			continue
 		}
-		if err := s.writeTemp(w); err != nil {
-			errs = append(errs, err)
+		dir, err := s.root.OpenRoot(d)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("restore %s: %w", g[0].c.Path, err))
+			continue
 		}
+		for _, w := range g {
+			if err := s.writeTemp(dir, w); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		dir.Close()
 	}
 	// The new contents reach the disk before any rename makes them the
 	// files' (one sync of the file system rather than one per file).
@@ -211,56 +253,80 @@ func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tr
 		cleanup()
 		return errors.Join(append(errs, fmt.Errorf("sync the workspace: %w", err))...)
 	}
-	for _, w := range writes {
-		if w.tmp == "" {
-			continue
+	// 4. Every rename.
+	rerrs := make([][]error, len(dirs))
+	inDirs(dirs, func(i int, d string) {
+		dir, err := s.root.OpenRoot(d)
+		if err != nil {
+			for _, w := range groups[d] {
+				if w.tmp != "" {
+					rerrs[i] = append(rerrs[i], fmt.Errorf("restore %s: %w", w.c.Path, err))
+				}
+			}
+			return
 		}
-		if fi, err := s.root.Lstat(w.c.Path); err == nil && fi.IsDir() {
-			// A directory the turn made where the target has a file: empty
-			// now unless it holds files the walker does not list.
-			_ = s.root.Remove(w.c.Path)
+		defer dir.Close()
+		for _, w := range groups[d] {
+			if w.tmp == "" {
+				continue
+			}
+			if w.c.Action != Modified {
+				if fi, err := dir.Lstat(w.name); err == nil && fi.IsDir() {
+					// A directory the turn made where the target has a
+					// file: empty now unless it holds files the walker
+					// does not list.
+					_ = dir.Remove(w.name)
+				}
+			}
+			if err := dir.Rename(w.tmp, w.name); err != nil {
+				_ = dir.Remove(w.tmp)
+				rerrs[i] = append(rerrs[i], fmt.Errorf("restore %s: %w", w.c.Path, err))
+			}
+			w.tmp = ""
 		}
-		if err := s.root.Rename(w.tmp, w.c.Path); err != nil {
-			_ = s.root.Remove(w.tmp)
-			errs = append(errs, fmt.Errorf("restore %s: %w", w.c.Path, err))
-		}
-		w.tmp = ""
+	})
+	for _, e := range rerrs {
+		errs = append(errs, e...)
 	}
 	return errors.Join(errs...)
 }
 
-// writeTemp writes w's content to a temporary file in its directory, with
-// the mode it must have.
-func (s *Store) writeTemp(w *pending) error {
+// inDirs calls fn for each directory, on a few goroutines: the file
+// system works on several directories at once.
+func inDirs(dirs []string, fn func(i int, d string)) {
+	parallel(len(dirs), 4, func(i int) { fn(i, dirs[i]) })
+}
+
+// writeTemp writes w's content to a temporary file in its directory dir,
+// with the mode it must have.
+func (s *Store) writeTemp(dir *os.Root, w *pending) error {
 	data, err := s.readBlob(w.c.newHash)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", w.c.Path, err)
 	}
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
-	tmp := path.Join(dirOf(w.c.Path), ".shiro-undo-"+hex.EncodeToString(suffix[:]))
+	tmp := ".shiro-undo-" + hex.EncodeToString(suffix[:])
 	if w.c.newFM == filemode.Symlink {
-		if err := s.root.Symlink(string(data), tmp); err != nil {
+		if err := dir.Symlink(string(data), tmp); err != nil {
 			return fmt.Errorf("restore %s: %w", w.c.Path, err)
 		}
 		w.tmp = tmp
 		return nil
 	}
-	perm, exact := s.permFor(w.c)
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	perm, exact := permFor(dir, w)
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", w.c.Path, err)
 	}
 	w.tmp = tmp
 	_, werr := f.Write(data)
+	var merr error
+	if exact {
+		merr = f.Chmod(perm) // past the umask
+	}
 	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		return fmt.Errorf("restore %s: %w", w.c.Path, err)
-	}
-	if !exact {
-		return nil
-	}
-	if err := s.root.Chmod(tmp, perm); err != nil { // past the umask
+	if err := errors.Join(werr, merr, cerr); err != nil {
 		return fmt.Errorf("restore %s: %w", w.c.Path, err)
 	}
 	return nil
@@ -269,9 +335,9 @@ func (s *Store) writeTemp(w *pending) error {
 // permFor keeps the permission bits of the file there now, with the
 // executable bits the target has (exact); a new file gets 0644 or 0755
 // less the umask.
-func (s *Store) permFor(c FileChange) (perm fs.FileMode, exact bool) {
-	exec := c.newFM == filemode.Executable
-	fi, err := s.root.Lstat(c.Path)
+func permFor(dir *os.Root, w *pending) (perm fs.FileMode, exact bool) {
+	exec := w.c.newFM == filemode.Executable
+	fi, err := dir.Lstat(w.name)
 	if err != nil || !fi.Mode().IsRegular() {
 		if exec {
 			return 0o755, false
@@ -300,7 +366,7 @@ func (s *Store) removeEmptyDirs(deleted []string, target *object.Tree) {
 	}
 	sort.Slice(list, func(i, j int) bool { return strings.Count(list[i], "/") > strings.Count(list[j], "/") })
 	for _, d := range list {
-		if e, err := target.FindEntry(d); err == nil && e.Mode == filemode.Dir {
+		if s.hasDir(target, d) {
 			continue
 		}
 		_ = s.root.Remove(d) // fails, as it should, on a directory that is not empty
@@ -313,4 +379,26 @@ func dirOf(p string) string {
 		return "."
 	}
 	return d
+}
+
+// hasDir reports whether the tree t has the directory d.
+func (s *Store) hasDir(t *object.Tree, d string) bool {
+	for name := range strings.SplitSeq(d, "/") {
+		var next *object.TreeEntry
+		for i := range t.Entries {
+			if t.Entries[i].Name == name && t.Entries[i].Mode == filemode.Dir {
+				next = &t.Entries[i]
+				break
+			}
+		}
+		if next == nil {
+			return false
+		}
+		sub, err := s.loadTree(next.Hash)
+		if err != nil {
+			return false
+		}
+		t = sub
+	}
+	return true
 }

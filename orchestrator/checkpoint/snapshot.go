@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -75,8 +72,9 @@ func (s *Store) saveIndex() error {
 	return nil
 }
 
-// indexSaveEvery is how many changed index entries make a checkpoint save
-// the index at once rather than at Close.
+// indexSaveEvery is how many changed index entries make a checkpoint
+// between turns (KindTurn, KindEnd) save the index at once rather than at
+// Close; a tool call's or an undo's checkpoint leaves it for later.
 const indexSaveEvery = 2000
 
 // Record takes a checkpoint of the workspace.
@@ -113,7 +111,7 @@ func (s *Store) record(ctx context.Context, m Meta) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	s.list = list
-	if s.dirty >= indexSaveEvery {
+	if s.dirty >= indexSaveEvery && (m.Kind == KindTurn || m.Kind == KindEnd) {
 		if err := s.saveIndex(); err != nil {
 			return c, err
 		}
@@ -126,65 +124,6 @@ type file struct {
 	name string // base name
 	mode filemode.FileMode
 	hash plumbing.Hash
-}
-
-// snapshot stores what is not stored yet and returns the root tree.
-func (s *Store) snapshot(ctx context.Context) (plumbing.Hash, map[string]SkippedFile, error) {
-	at := s.opts.Now().UnixNano()
-	dirs := map[string][]file{"": nil}
-	var skipped map[string]SkippedFile
-	seen := make(map[string]struct{}, len(s.index.Files))
-	err := tools.WalkStat(ctx, s.root, tools.WalkOptions{DirLinks: true}, func(p string, st tools.FileStat) error {
-		var fm filemode.FileMode
-		switch {
-		case st.Mode&fs.ModeSymlink != 0:
-			fm = filemode.Symlink
-		case st.Mode.IsRegular() && st.Mode&0o111 != 0:
-			fm = filemode.Executable
-		case st.Mode.IsRegular():
-			fm = filemode.Regular
-		default:
-			return nil // it changed into a directory or a special file since the listing
-		}
-		if fm != filemode.Symlink && st.Size > s.opts.MaxFileSize {
-			if skipped == nil {
-				skipped = map[string]SkippedFile{}
-			}
-			skipped[p] = SkippedFile{Size: st.Size, MTime: st.MTime}
-			return nil
-		}
-		e, ok := s.index.Files[p]
-		if !ok || !e.matches(st) {
-			h, err := s.storeFile(p, fm)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, confine.ErrNotRegular) {
-					return nil // gone or replaced since the listing
-				}
-				return err
-			}
-			e = entry{Mode: st.Mode, Size: st.Size, MTime: st.MTime, CTime: st.CTime, Ino: st.Ino, Dev: st.Dev, Hash: h, At: at}
-			s.index.Files[p] = e
-			s.dirty++
-		}
-		seen[p] = struct{}{}
-		dir, name := path.Split(p)
-		dir = strings.TrimSuffix(dir, "/")
-		dirs[dir] = append(dirs[dir], file{name: name, mode: fm, hash: e.Hash})
-		return nil
-	})
-	if err != nil {
-		return plumbing.ZeroHash, nil, fmt.Errorf("checkpoint the workspace: %w", err)
-	}
-	if len(seen) != len(s.index.Files) {
-		for p := range s.index.Files {
-			if _, ok := seen[p]; !ok {
-				delete(s.index.Files, p)
-				s.dirty++
-			}
-		}
-	}
-	h, err := s.writeTrees(dirs)
-	return h, skipped, err
 }
 
 // storeFile stores the content of p (a symlink's target for a link) and
@@ -212,80 +151,7 @@ func (s *Store) storeFile(p string, fm filemode.FileMode) (plumbing.Hash, error)
 }
 
 func (s *Store) storeBlob(data []byte) (plumbing.Hash, error) {
-	h := plumbing.ComputeHash(plumbing.BlobObject, data)
-	if s.objs.HasEncodedObject(h) == nil {
-		return h, nil
-	}
-	obj := s.objs.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	obj.SetSize(int64(len(data)))
-	w, err := obj.Writer()
-	if err != nil {
-		return h, err
-	}
-	if _, err := w.Write(data); err != nil {
-		return h, err
-	}
-	if err := w.Close(); err != nil {
-		return h, err
-	}
-	if _, err := s.objs.SetEncodedObject(obj); err != nil {
-		return h, fmt.Errorf("store a checkpoint object: %w", err)
-	}
-	return h, nil
-}
-
-// writeTrees stores a tree per directory, deepest first, and returns the
-// root's.
-func (s *Store) writeTrees(dirs map[string][]file) (plumbing.Hash, error) {
-	// Every ancestor of a directory with files gets a tree.
-	for d := range dirs {
-		for d != "" {
-			d = parentDir(d)
-			if _, ok := dirs[d]; ok {
-				break
-			}
-			dirs[d] = nil
-		}
-	}
-	order := make([]string, 0, len(dirs))
-	for d := range dirs {
-		order = append(order, d)
-	}
-	depth := func(d string) int {
-		if d == "" {
-			return 0
-		}
-		return strings.Count(d, "/") + 1
-	}
-	sort.Slice(order, func(i, j int) bool { return depth(order[i]) > depth(order[j]) })
-	for _, d := range order {
-		files := dirs[d]
-		t := object.Tree{Entries: make([]object.TreeEntry, len(files))}
-		for i, f := range files {
-			t.Entries[i] = object.TreeEntry{Name: f.name, Mode: f.mode, Hash: f.hash}
-		}
-		sort.Slice(t.Entries, func(i, j int) bool { return treeName(t.Entries[i]) < treeName(t.Entries[j]) })
-		obj := s.objs.NewEncodedObject()
-		if err := t.Encode(obj); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		h := obj.Hash()
-		if !s.trees[h.String()] {
-			if s.objs.HasEncodedObject(h) != nil {
-				if _, err := s.objs.SetEncodedObject(obj); err != nil {
-					return plumbing.ZeroHash, fmt.Errorf("store a checkpoint tree: %w", err)
-				}
-			}
-			s.trees[h.String()] = true
-		}
-		if d == "" {
-			return h, nil
-		}
-		parent := parentDir(d)
-		dirs[parent] = append(dirs[parent], file{name: path.Base(d), mode: filemode.Dir, hash: h})
-	}
-	return plumbing.ZeroHash, errors.New("checkpoint: no root tree") // unreachable: "" is always in dirs
+	return s.writeObject(plumbing.BlobObject, data)
 }
 
 // treeName is the name git sorts a tree entry by: a directory's with a

@@ -8,8 +8,10 @@
 // file the walker lists (tracked and untracked, not ignored; .git and
 // node_modules never) with its content, mode and symlink target; files over
 // MaxFileSize are named but not recorded. Unchanged files are recognised by
-// size, mtime, ctime and inode, as git's index does, so a checkpoint costs
-// a walk plus the files that changed.
+// size, mtime, ctime and inode, as git's index does, so the first
+// checkpoint of a process costs a walk plus the files that changed; after
+// it, inotify events (Linux) name the files and directories to read again,
+// and trees are kept per directory, so a checkpoint costs what changed.
 package checkpoint
 
 import (
@@ -24,7 +26,9 @@ import (
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/shiroagent/shiro/internal/atomicfile"
@@ -103,12 +107,18 @@ type Store struct {
 	opts Options
 	objs *filesystem.Storage
 
-	mu     sync.Mutex
-	list   []Checkpoint
-	index  *index
-	trees  map[string]bool // tree hashes known to be stored
-	dirty  int             // index entries changed since it was saved
-	pruned bool            // checkpoints were dropped: sweep at Close
+	mu    sync.Mutex
+	list  []Checkpoint
+	index *index
+	trees map[plumbing.Hash]bool // tree hashes known to be stored
+	// treeCache holds decoded trees by hash.
+	treeCache map[plumbing.Hash]*object.Tree
+	dirty     int        // index entries changed since it was saved
+	pruned    bool       // checkpoints were dropped: sweep at Close
+	scan      *scanState // the workspace as this process last scanned it
+	batch     *[]toHash  // during a walk: the files to read after it
+	// noEvents makes every scan a full one (tests).
+	noEvents bool
 }
 
 var (
@@ -144,7 +154,7 @@ func Open(dir string, root *os.Root, opts Options) (*Store, error) {
 		root:  root,
 		opts:  opts,
 		objs:  filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(8<<20), filesystem.Options{ExclusiveAccess: false}),
-		trees: map[string]bool{},
+		trees: map[plumbing.Hash]bool{},
 	}
 	var err error
 	if s.list, err = s.readList(); err != nil {
@@ -173,6 +183,7 @@ func (s *Store) Close() error {
 		errs = append(errs, s.sweep())
 		s.pruned = false
 	}
+	s.dropScan()
 	return errors.Join(append(errs, s.objs.Close())...)
 }
 
