@@ -317,8 +317,15 @@ func sameMounts(a, b []mount.Mount) bool {
 }
 
 func (e *Engine) createContainer(ctx context.Context, opts Options, p containerPlan, name string, helper helperFile) (string, error) {
-	if err := e.checkVolumes(ctx, p); err != nil {
+	absent, err := e.checkVolumes(ctx, p)
+	if err != nil {
 		return "", err
+	}
+	// The volumes the engine is about to make are registered first: a
+	// racing shiro of the same user that finds one made before this one
+	// could register it would otherwise refuse it as planted.
+	for _, name := range absent {
+		e.reg.addVolume(name)
 	}
 	// The container is made and prepared under a temporary name, then
 	// renamed: another shiro racing to create the same container either
@@ -331,7 +338,6 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, p containerP
 	// Registered before it has its name: a racing shiro that finds it
 	// under that name finds it registered too.
 	e.reg.addContainer(res.ID)
-	e.registerVolumes(ctx, p)
 	if err := e.prepareUser(ctx, res.ID, opts, p); err != nil {
 		e.removeQuietly(ctx, res.ID)
 		return "", err
@@ -353,41 +359,31 @@ func (e *Engine) createContainer(ctx context.Context, opts Options, p containerP
 	return res.ID, nil
 }
 
-// registerVolumes records the plan's volumes the engine just made (those
-// not registered yet: checkVolumes found them absent).
-func (e *Engine) registerVolumes(ctx context.Context, p containerPlan) {
-	for name := range p.volumes {
-		if e.reg.hasVolume(name) {
-			continue
-		}
-		list, err := e.ctr.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("name", name)})
-		if err != nil {
-			continue
-		}
-		for _, v := range list.Items {
-			if v.Name == name {
-				e.reg.addVolume(name)
-			}
-		}
-	}
-}
-
 // checkVolumes refuses to mount a volume under one of the plan's names
 // that shiro did not make for this user (a planted HOME would run its
-// ~/.profile in every command).
-func (e *Engine) checkVolumes(ctx context.Context, p containerPlan) error {
+// ~/.profile in every command), and returns the names of those that do not
+// exist yet.
+func (e *Engine) checkVolumes(ctx context.Context, p containerPlan) (absent []string, err error) {
 	for name := range p.volumes {
 		list, err := e.ctr.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("name", name)})
 		if err != nil {
-			return fmt.Errorf("list volumes: %w", err)
+			return nil, fmt.Errorf("list volumes: %w", err)
 		}
+		found := false
 		for _, v := range list.Items {
-			if v.Name == name && !e.ownsVolume(v.Name, v.Labels) {
-				return fmt.Errorf("the volume %s exists but shiro did not make it for you; remove it (docker volume rm %s) or look at what it holds", name, name)
+			if v.Name != name {
+				continue
+			}
+			found = true
+			if !e.ownsVolume(v.Name, v.Labels) {
+				return nil, fmt.Errorf("the volume %s exists but shiro did not make it for you; remove it (docker volume rm %s) or look at what it holds", name, name)
 			}
 		}
+		if !found {
+			absent = append(absent, name)
+		}
 	}
-	return nil
+	return absent, nil
 }
 
 // isConflict matches the engine's "name already in use" answer, which old

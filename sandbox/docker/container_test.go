@@ -216,6 +216,27 @@ func TestRenameRaceUsesTheWinnerOnlyIfItIsShiros(t *testing.T) {
 	}
 }
 
+// Two sessions of the same user open a new workspace at once: the second
+// finds the volumes the first has just made, and takes them as its own.
+func TestVolumesMadeByARacingShiroAreOurs(t *testing.T) {
+	t.Parallel()
+	e, api, opts, h, _ := fakeContainerEngine(t)
+	var other ctr
+	api.createHook = func(string) {
+		api.createHook = nil
+		o := &Engine{ctr: api, ownerKey: e.ownerKey, stateDir: e.stateDir, reg: e.reg}
+		c, err := o.ensureContainer(t.Context(), opts, h, gitPlan{}, "ws-id")
+		if err != nil {
+			t.Errorf("the racing shiro: %v", err)
+		}
+		other = c
+	}
+	c := ensure(t, e, opts, h, gitPlan{})
+	if c.id != other.id {
+		t.Errorf("the first used %s, the racing one %s", c.id, other.id)
+	}
+}
+
 func TestRenameRaceLostToAContainerThatIsNotShiros(t *testing.T) {
 	t.Parallel()
 	e, api, opts, h, _ := fakeContainerEngine(t)

@@ -29,6 +29,9 @@ type fakeAPI struct {
 	seq        int
 	// renameHook, when set, runs before a rename (to play a racing shiro).
 	renameHook func(name string)
+	// createHook, when set, runs after a container (and its volumes) was
+	// made.
+	createHook func(name string)
 }
 
 type fakeContainer struct {
@@ -86,7 +89,15 @@ func volName(m mount.Mount) string {
 	return ""
 }
 
-func (f *fakeAPI) ContainerCreate(_ context.Context, opts client.ContainerCreateOptions) (client.ContainerCreateResult, error) {
+func (f *fakeAPI) ContainerCreate(ctx context.Context, opts client.ContainerCreateOptions) (client.ContainerCreateResult, error) {
+	res, err := f.create(opts)
+	if err == nil && f.createHook != nil {
+		f.createHook(opts.Name)
+	}
+	return res, err
+}
+
+func (f *fakeAPI) create(opts client.ContainerCreateOptions) (client.ContainerCreateResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.find(opts.Name) != nil {
