@@ -98,8 +98,23 @@ func (r *dirReader) lstat(dir *os.File, rel, name string) (FileStat, error) {
 }
 
 func statFromUnix(st *unix.Stat_t) FileStat {
-	mode := fs.FileMode(st.Mode & 0o777)
-	switch st.Mode & unix.S_IFMT {
+	return fileStat(st.Mode, st.Size, st.Mtim.Nano(), st.Ctim.Nano(), st.Ino, st.Dev)
+}
+
+// StatOf turns lstat data (os.Lstat's, os.Root.Lstat's) into the walker's
+// form, as WalkStat reports it; false when fi carries no such data.
+func StatOf(fi fs.FileInfo) (FileStat, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return FileStat{}, false
+	}
+	return fileStat(st.Mode, st.Size, st.Mtim.Nano(), st.Ctim.Nano(), st.Ino, uint64(st.Dev)), true
+}
+
+// fileStat keeps the permission bits and the kind of a stat's mode.
+func fileStat(m uint32, size, mtime, ctime int64, ino, dev uint64) FileStat {
+	mode := fs.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
 	case unix.S_IFLNK:
 		mode |= fs.ModeSymlink
 	case unix.S_IFDIR:
@@ -108,11 +123,7 @@ func statFromUnix(st *unix.Stat_t) FileStat {
 	default:
 		mode |= fs.ModeIrregular
 	}
-	return FileStat{
-		Mode: mode, Size: st.Size,
-		MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano(),
-		Ino: st.Ino, Dev: st.Dev,
-	}
+	return FileStat{Mode: mode, Size: size, MTime: mtime, CTime: ctime, Ino: ino, Dev: dev}
 }
 
 // lstatRoot reads rel's lstat data through root.

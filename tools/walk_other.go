@@ -2,7 +2,10 @@
 
 package tools
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
 // dirReader opens the directories of one walk through os.Root.
 type dirReader struct{ root *os.Root }
@@ -33,3 +36,6 @@ func (r *dirReader) lstat(_ *os.File, rel, _ string) (FileStat, error) {
 	}
 	return FileStat{Mode: fi.Mode(), Size: fi.Size(), MTime: fi.ModTime().UnixNano()}, nil
 }
+
+// StatOf has no lstat data to read here: false.
+func StatOf(fs.FileInfo) (FileStat, bool) { return FileStat{}, false }

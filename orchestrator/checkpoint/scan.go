@@ -111,7 +111,7 @@ func (s *Store) excludeStat() tools.FileStat {
 	if err != nil {
 		return tools.FileStat{}
 	}
-	st, _ := statOf(fi)
+	st, _ := tools.StatOf(fi)
 	return st
 }
 
@@ -353,7 +353,7 @@ func (s *Store) update(ctx context.Context, ch changes, at int64) (bool, error) 
 		if err != nil {
 			return false, nil // gone without an event for its directory yet
 		}
-		st, ok := statOf(fi)
+		st, ok := tools.StatOf(fi)
 		if !ok || (!st.Mode.IsRegular() && st.Mode&fs.ModeSymlink == 0) {
 			return false, nil
 		}
