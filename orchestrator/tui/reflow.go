@@ -27,8 +27,9 @@ type reflowWriter struct {
 	width func() (int, bool) // the terminal's width now, if known
 
 	mu      sync.Mutex
-	cells   []int // the cell widths of the lines written, the live area's last
-	wroteAt int   // the terminal's width when the last frame was written
+	cells   []int    // the cell widths of the lines written, the live area's last
+	text    [][]byte // the same lines as written (without their carriage returns)
+	wroteAt int      // the terminal's width when the last frame was written
 }
 
 // keepLines bounds what the writer remembers of the lines written.
@@ -59,7 +60,13 @@ func (w *reflowWriter) Write(p []byte) (int, error) {
 	if known && n > 0 {
 		extra = w.extraRows(up, width)
 	}
-	w.follow(p[n:], up)
+	body := p[n:]
+	if extra > 0 {
+		// The climb clears the old frame, so the lines Bubble Tea means to
+		// leave as they were are gone: they are written again.
+		body = w.restoreKept(body, up)
+	}
+	w.follow(body, up)
 	if known {
 		w.wroteAt = width
 	}
@@ -67,15 +74,42 @@ func (w *reflowWriter) Write(p []byte) (int, error) {
 	if extra == 0 {
 		return w.out.Write(p)
 	}
-	fixed := make([]byte, 0, len(p)+16)
+	fixed := make([]byte, 0, len(body)+16)
 	fixed = append(fixed, ansi.CursorUp(up+extra)...)
 	fixed = append(fixed, ansi.EraseScreenBelow...)
-	fixed = append(fixed, p[n:]...)
+	fixed = append(fixed, body...)
 	if _, err := w.out.Write(fixed); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
+
+// restoreKept returns body with each line Bubble Tea left as it was (an
+// empty segment, or a lone carriage return for the last line) replaced by
+// that line as the last frame wrote it. Callers hold w.mu.
+func (w *reflowWriter) restoreKept(body []byte, up int) []byte {
+	old := w.text[max(len(w.text)-up-1, 0):]
+	segs := bytes.Split(body, []byte("\n"))
+	out := make([]byte, 0, len(body)+256)
+	for i, seg := range segs {
+		if i > 0 {
+			out = append(out, '\n')
+		}
+		if kept(seg) && i < len(old) {
+			out = append(out, old[i]...)
+			if i < len(segs)-1 || len(seg) == 1 {
+				out = append(out, '\r')
+			}
+			continue
+		}
+		out = append(out, seg...)
+	}
+	return out
+}
+
+// kept reports whether a frame's segment is a line Bubble Tea left as it
+// was.
+func kept(seg []byte) bool { return len(seg) == 0 || len(seg) == 1 && seg[0] == '\r' }
 
 // extraRows is how many rows more than up the climb to the top of the
 // last frame takes, the terminal being width cells wide: its lines but
@@ -103,22 +137,26 @@ func (w *reflowWriter) extraRows(up, width int) int {
 // a carriage return) is a line Bubble Tea left as it was.
 func (w *reflowWriter) follow(body []byte, up int) {
 	segs := bytes.Split(body, []byte("\n"))
-	old := w.cells[max(len(w.cells)-up-1, 0):]
-	var lines []int
+	from := max(len(w.cells)-up-1, 0)
+	oldCells, oldText := w.cells[from:], w.text[from:]
+	var cells []int
+	var text [][]byte
 	for i, seg := range segs {
-		if len(seg) == 0 || len(seg) == 1 && seg[0] == '\r' {
-			if i < len(old) {
-				lines = append(lines, old[i])
+		if kept(seg) {
+			if i < len(oldCells) {
+				cells, text = append(cells, oldCells[i]), append(text, oldText[i])
 			} else {
-				lines = append(lines, 0)
+				cells, text = append(cells, 0), append(text, nil)
 			}
 			continue
 		}
-		lines = append(lines, ansi.StringWidth(string(seg)))
+		cells = append(cells, ansi.StringWidth(string(seg)))
+		text = append(text, bytes.Clone(bytes.Trim(seg, "\r")))
 	}
-	w.cells = append(w.cells, lines...)
+	w.cells, w.text = append(w.cells, cells...), append(w.text, text...)
 	if len(w.cells) > keepLines {
 		w.cells = append([]int(nil), w.cells[len(w.cells)-keepLines:]...)
+		w.text = append([][]byte(nil), w.text[len(w.text)-keepLines:]...)
 	}
 }
 

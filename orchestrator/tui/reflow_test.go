@@ -35,10 +35,22 @@ func TestReflowWriterClimbsTheRowsATerminalAdded(t *testing.T) {
 			want:  frame(2, "a", "B", "c"),
 		},
 		{
-			name:  "narrower: the wide lines' extra rows are climbed and cleared",
+			name:  "narrower: the wide lines' extra rows are climbed and cleared, and the lines left as they were written again",
 			width: []int{100, 60},
 			write: []string{frame(0, wide, wide[:97], "short", "status"), frame(3, "", "", "", "status 2")},
-			want:  "\x1b[5A\x1b[J" + strings.TrimPrefix(frame(3, "", "", "", "status 2"), "\x1b[3A"),
+			want:  "\x1b[5A\x1b[J" + strings.TrimPrefix(frame(3, wide, wide[:97], "short", "status 2"), "\x1b[3A"),
+		},
+		{
+			name:  "narrower, the last line left as it was",
+			width: []int{100, 60},
+			write: []string{frame(0, wide, "status"), frame(1, "a", "")},
+			want:  "\x1b[2A\x1b[J" + strings.TrimPrefix(frame(1, "a", "status"), "\x1b[A"),
+		},
+		{
+			name:  "a second narrowing climbs the rows of the lines written again",
+			width: []int{100, 60, 40},
+			write: []string{frame(0, wide, "input", "status"), frame(2, "", "input 2", ""), frame(2, "", "", "")},
+			want:  "\x1b[4A\x1b[J" + strings.TrimPrefix(frame(2, wide, "input 2", "status"), "\x1b[2A"),
 		},
 		{
 			name:  "a frame the terminal wrapped as it was written",
