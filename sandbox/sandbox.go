@@ -86,10 +86,13 @@ type Result struct {
 
 // Info describes a sandbox for headers, `sandbox ls` and diagnostics.
 type Info struct {
-	Kind      string // "docker" or "local"
+	Kind      string // "docker", "kubernetes" or "local"
 	Workspace string
 	Image     string
 	Container string
+	// Helper is the path of shiro's helper inside the sandbox, for
+	// commands that run it (copy mode's file tools); empty on the host.
+	Helper string
 }
 
 // Sandbox runs commands for one workspace.

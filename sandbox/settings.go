@@ -39,7 +39,28 @@ type Settings struct {
 	// Idle stops the container after this long with nothing running
 	// (--idle-timeout; no configuration key sets it).
 	Idle time.Duration
+	// Backend is where sandboxes run: BackendDocker (empty means it) or
+	// BackendKubernetes.
+	Backend string
+	// WorkspaceMode is how the sandbox holds the workspace: WorkspaceMount
+	// (the directory bind-mounted) or WorkspaceCopy (a copy in the
+	// sandbox's own storage, which reaches the directory only when the
+	// user applies it). Empty chooses: mount on a local Docker engine,
+	// copy on a remote one and on Kubernetes.
+	WorkspaceMode string
+	// KubeContext and Namespace choose the Kubernetes cluster and
+	// namespace; empty means the kubeconfig's current context and its
+	// namespace.
+	KubeContext, Namespace string
 }
+
+// The backends and workspace modes Settings can name.
+const (
+	BackendDocker     = "docker"
+	BackendKubernetes = "kubernetes"
+	WorkspaceMount    = "mount"
+	WorkspaceCopy     = "copy"
+)
 
 // CheckEnv reports an Env entry that is neither NAME nor NAME=value, without
 // reading the host environment: callers check before building or starting

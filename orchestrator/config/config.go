@@ -169,6 +169,12 @@ type Overrides struct {
 	CPUs      *float64
 	Pids      *int64
 	NoSandbox *bool
+	// Backend, WorkspaceMode, KubeContext and Namespace are --backend,
+	// --workspace, --kube-context and --namespace.
+	Backend       *string
+	WorkspaceMode *string
+	KubeContext   *string
+	Namespace     *string
 	// Env is appended to the configured entries.
 	Env []string
 	// AllowHosts are --allow-host patterns, added to network.allow.

@@ -337,7 +337,7 @@ func (r execRunner) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Resul
 func (s *Sandbox) Info() sandbox.Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sandbox.Info{Kind: "docker", Workspace: s.opts.Workspace, Image: s.opts.Image, Container: s.c.name}
+	return sandbox.Info{Kind: "docker", Workspace: s.opts.Workspace, Image: s.opts.Image, Container: s.c.name, Helper: s.helper.helperPath()}
 }
 
 // ContainerID is the id of the container the session last used.

@@ -23,6 +23,9 @@ type SandboxFlags struct {
 	Pids      int64
 	Network   string
 	Idle      time.Duration
+	// Backend, Workspace, KubeContext and Namespace choose where the
+	// sandbox runs and how it holds the workspace.
+	Backend, Workspace, KubeContext, Namespace string
 	// TrustProject lets the project's asks (its MCP servers, its image
 	// build) happen this time without a question.
 	TrustProject bool
@@ -44,6 +47,10 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl.Int64Var(&s.Pids, "pids", 0, "sandbox process limit (default 1024)")
 	fl.StringVar(&s.Network, "network", "", "sandbox network: ask (default: every host through shiro's proxy, by your rules), open or none")
 	fl.StringArrayVar(&s.AllowHosts, "allow-host", nil, "let the sandbox reach a host in ask mode: example.com, *.example.com or host:port; repeatable")
+	fl.StringVar(&s.Backend, "backend", "", "where sandboxes run: docker (default) or kubernetes")
+	fl.StringVar(&s.Workspace, "workspace", "", "how the sandbox holds the workspace: mount (default on a local Docker engine) or copy (changes reach it with /apply or --apply)")
+	fl.StringVar(&s.KubeContext, "kube-context", "", "the kubeconfig context of the kubernetes backend (default: the current one)")
+	fl.StringVar(&s.Namespace, "namespace", "", "the Kubernetes namespace of the kubernetes backend (default: the context's)")
 	fl.DurationVar(&s.Idle, "idle-timeout", 0, "stop the sandbox container after this long with nothing running (default 30m)")
 	_ = fl.MarkHidden("idle-timeout")
 	fl.BoolVar(&s.TrustProject, "trust-project", false, "let this workspace's project config start its MCP servers and build or pull its image, this time (see `shiro trust`)")
@@ -69,6 +76,20 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 	}
 	if changed("network") {
 		o.Network = &s.Network
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+		dst  **string
+	}{
+		{"backend", &s.Backend, &o.Backend},
+		{"workspace", &s.Workspace, &o.WorkspaceMode},
+		{"kube-context", &s.KubeContext, &o.KubeContext},
+		{"namespace", &s.Namespace, &o.Namespace},
+	} {
+		if changed(f.name) {
+			*f.dst = f.v
+		}
 	}
 	o.Env = s.Env
 	o.AllowHosts = s.AllowHosts
