@@ -18,6 +18,7 @@ import (
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools"
+	"github.com/shiroagent/shiro/tools/gitrepo"
 )
 
 // SessionOptions assemble a session.
@@ -167,7 +168,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
-	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Sandbox: s.sandbox, GoGit: opts.Sandbox.NoSandbox}
+	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Sandbox: s.sandbox, GoGit: opts.Sandbox.NoSandbox, OpenGit: gitrepo.Opener}
 	s.onChange = opts.OnChange
 	if opts.DataDir != "" && !opts.NoCheckpoints {
 		st, err := OpenCheckpoints(opts.DataDir, opts.Workspace, root)

@@ -468,7 +468,9 @@ func TestGitFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			env := &Env{Workspace: "/ws", Sandbox: &sandboxtest.Fake{RunFunc: tt.run}}
+			// The in-process reader finds no repository in /ws.
+			noRepo := func(string, *os.Root) (GitRepo, error) { return nil, ErrNotRepository }
+			env := &Env{Workspace: "/ws", Sandbox: &sandboxtest.Fake{RunFunc: tt.run}, OpenGit: noRepo}
 			res, err := NewGitLog().Run(t.Context(), env, []byte(`{}`))
 			if tt.goErrors {
 				if err == nil {
@@ -493,37 +495,5 @@ func TestGitOutputCap(t *testing.T) {
 	want := strings.Repeat("é", MaxOutput) + fmt.Sprintf("\n... [truncated %d chars]", gitKeep-MaxOutput)
 	if res.Text != want || res.IsError {
 		t.Errorf("result has %d chars, ends %q; want %d chars ending %q", len([]rune(res.Text)), res.Text[len(res.Text)-40:], len([]rune(want)), want[len(want)-40:])
-	}
-}
-
-// TestGitFallsBackToGoGit: a sandbox without git still answers, through
-// go-git on the host.
-func TestGitFallsBackToGoGit(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q"},
-		{"-c", "user.name=Ada", "-c", "user.email=ada@example.com", "commit", "-q", "--allow-empty", "-m", "the first commit"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "new.txt"), []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	env := &Env{Workspace: dir, Root: root, Sandbox: &sandboxtest.Fake{RunFunc: sandboxtest.Reply("", "sh: git: not found\n", 127)}}
-	if res := call(t, NewGitLog(), env, `{}`); res.IsError || !strings.Contains(res.Text, "  Ada  the first commit") {
-		t.Errorf("git_log without git: %q", res.Text)
-	}
-	if res := call(t, NewGitStatus(), env, `{}`); res.IsError || !strings.Contains(res.Text, "new.txt  (untracked)") {
-		t.Errorf("git_status without git: %q", res.Text)
 	}
 }

@@ -38,6 +38,9 @@ type Env struct {
 	// fsmonitor, filters and diff drivers must never run on the host).
 	// They also fall back to it when the sandbox has no git.
 	GoGit bool
+	// OpenGit reads the repository in this process (go-git); nil where
+	// the git tools have nothing but the git program (in the sandbox).
+	OpenGit GitOpener
 	// Output, when set, receives live command output (bash streams here).
 	Output func(stream string, chunk []byte)
 }

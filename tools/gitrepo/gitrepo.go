@@ -23,10 +23,21 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/utils/diff"
 	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/shiroagent/shiro/tools"
 )
 
 // ErrNotRepository is the error of a workspace in no repository.
-var ErrNotRepository = errors.New("not a git repository")
+var ErrNotRepository = tools.ErrNotRepository
+
+// Opener opens repositories for the git tools (tools.Env.OpenGit).
+func Opener(ws string, root *os.Root) (tools.GitRepo, error) {
+	r, err := Open(ws, root)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
 
 // Repo is an open repository with its worktree.
 type Repo struct {

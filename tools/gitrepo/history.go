@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -10,10 +9,12 @@ import (
 	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/shiroagent/shiro/tools"
 )
 
 // ErrNoCommits is the error of a repository whose HEAD has no commit.
-var ErrNoCommits = errors.New("no commits")
+var ErrNoCommits = tools.ErrNoCommits
 
 // subject is git's %s: the first paragraph of a message on one line.
 func subject(msg string) string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/tools"
+	"github.com/shiroagent/shiro/tools/gitrepo"
 )
 
 // ToolOptions are the inputs of `shiro tool NAME JSON`.
@@ -88,6 +89,7 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 		Root:      root,
 		Sandbox:   sb,
 		GoGit:     sc.NoSandbox,
+		OpenGit:   gitrepo.Opener,
 		Output: func(_ string, chunk []byte) {
 			f.ErrOut.Write(chunk) //nolint:errcheck // live output is best effort
 		},
