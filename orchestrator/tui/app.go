@@ -15,6 +15,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
@@ -164,6 +165,11 @@ func New(opts Options) (*App, error) {
 	return a, nil
 }
 
+// preview reads a file an edit would change, for its approval's diff.
+func (a *App) preview(p string) (string, bool, string) {
+	return confine.ReadPreview(a.root, a.opts.Workspace, p)
+}
+
 // AddNotices adds lines to the header (call before Run).
 func (a *App) AddNotices(notices ...string) { a.opts.Notices = append(a.opts.Notices, notices...) }
 
@@ -245,7 +251,7 @@ var errStopped = errors.New("the UI has stopped")
 
 func (a *App) approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
 	reply := make(chan agent.Decision, 1)
-	detail := buildPreview(a.root, a.opts.Workspace, req)
+	detail := buildPreview(a.preview, req)
 	if !a.post(approvalMsg{req: req, detail: detail, reply: reply}) {
 		return agent.Deny, errStopped
 	}

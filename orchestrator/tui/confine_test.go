@@ -78,7 +78,7 @@ func TestPreviewStaysInTheWorkspace(t *testing.T) {
 		t.Run(tt.path, func(t *testing.T) {
 			t.Parallel()
 			input := `{"path":"` + tt.path + `","oldString":"real","newString":"REAL"}`
-			p := buildPreview(root, ws, agent.ApprovalRequest{Tool: "edit_file", Input: []byte(input)})
+			p := buildPreview(hostReader(root, ws), agent.ApprovalRequest{Tool: "edit_file", Input: []byte(input)})
 			if p.problem != tt.problem {
 				t.Errorf("problem %q, want %q", p.problem, tt.problem)
 			}

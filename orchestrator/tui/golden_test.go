@@ -42,7 +42,7 @@ func longDiff(t *testing.T, f *fixture) approvalMsg {
 		edits = append(edits, fmt.Sprintf(`{"oldString":"line %d\n","newString":"line %d changed\n"}`, i, i))
 	}
 	req := agent.ApprovalRequest{ID: "m1", Tool: "multi_edit", Input: []byte(`{"path":"long.txt","edits":[` + strings.Join(edits, ",") + `]}`)}
-	return approvalMsg{req: req, detail: buildPreview(f.app.root, f.ws, req), reply: make(chan agent.Decision, 1)}
+	return approvalMsg{req: req, detail: buildPreview(hostReader(f.app.root, f.ws), req), reply: make(chan agent.Decision, 1)}
 }
 
 func TestViewGolden(t *testing.T) {
@@ -102,7 +102,7 @@ func TestViewGolden(t *testing.T) {
 			}
 			startedTurn(f, "greet shiro")
 			req := agent.ApprovalRequest{ID: "e1", Tool: "edit_file", Input: []byte(`{"path":"greet.go","oldString":"hello world","newString":"hello shiro"}`)}
-			f.send(approvalMsg{req: req, detail: buildPreview(f.app.root, f.ws, req), reply: make(chan agent.Decision, 1)})
+			f.send(approvalMsg{req: req, detail: buildPreview(hostReader(f.app.root, f.ws), req), reply: make(chan agent.Decision, 1)})
 		}},
 		{"approval_long_diff", func(t *testing.T, f *fixture) {
 			startedTurn(f, "change many lines")

@@ -3,20 +3,13 @@ package tui
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/internal/confine"
 )
-
-// maxPreviewFile bounds the file read to show a diff.
-const maxPreviewFile = 4 << 20
 
 // preview is what an approval prompt shows about a call, computed off the
 // UI goroutine (it reads the file an edit would change).
@@ -34,7 +27,7 @@ type preview struct {
 // buildPreview describes req: the command of bash, the diff of an edit
 // (the file read through the workspace root, the edit applied in memory),
 // or the pretty-printed arguments.
-func buildPreview(root *os.Root, workspace string, req agent.ApprovalRequest) preview {
+func buildPreview(read previewReader, req agent.ApprovalRequest) preview {
 	var in struct {
 		Command    string `json:"command"`
 		Path       string `json:"path"`
@@ -58,7 +51,7 @@ func buildPreview(root *os.Root, workspace string, req agent.ApprovalRequest) pr
 	default:
 		return preview{json: prettyJSON(req.Input)}
 	}
-	old, exists, problem := readForPreview(root, workspace, in.Path)
+	old, exists, problem := read(in.Path)
 	p := preview{diff: true, label: in.Path}
 	if problem != "" && (req.Tool != "write_file" || exists) {
 		p.problem = problem
@@ -108,48 +101,13 @@ func applyEdit(content, old, new string, all bool, path string) (string, string)
 	return strings.Replace(content, old, new, 1), ""
 }
 
-// readForPreview reads the file at the model's path through the root.
-func readForPreview(root *os.Root, workspace, p string) (content string, exists bool, problem string) {
-	rel := filepath.Clean(p)
-	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(filepath.Clean(workspace), rel)
-		if err != nil {
-			return "", false, "the path is outside the workspace"
-		}
-		rel = r
-	}
-	if rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", false, "the path is outside the workspace"
-	}
-	// Opened without blocking and checked on the descriptor: a FIFO
-	// swapped in by the sandbox cannot stall the preview.
-	f, err := confine.OpenRegular(root, rel)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", false, "no such file"
-	case errors.Is(err, confine.ErrNotRegular):
-		return "", true, "not a regular file"
-	case confine.IsEscape(root, err):
-		return "", false, "the path leads outside the workspace"
-	case err != nil:
-		return "", false, err.Error()
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return "", true, err.Error()
-	case fi.Size() > maxPreviewFile:
-		return "", true, fmt.Sprintf("the file is too large to preview (%d bytes)", fi.Size())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxPreviewFile))
-	if err != nil {
-		return "", true, err.Error()
-	}
-	if bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
-		return "", true, "binary file"
-	}
-	return string(data), true, ""
+// previewReader reads the file at the model's path p for a preview: its
+// content, whether it exists, or why it cannot be shown.
+type previewReader func(p string) (content string, exists bool, problem string)
+
+// hostReader reads previews through the workspace's root on this machine.
+func hostReader(root *os.Root, workspace string) previewReader {
+	return func(p string) (string, bool, string) { return confine.ReadPreview(root, workspace, p) }
 }
 
 // prettyJSON indents raw JSON (as it came when it does not parse).

@@ -184,7 +184,7 @@ func TestBuildPreview(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tt.check(t, buildPreview(root, ws, agent.ApprovalRequest{Tool: tt.tool, Input: []byte(tt.input)}))
+			tt.check(t, buildPreview(hostReader(root, ws), agent.ApprovalRequest{Tool: tt.tool, Input: []byte(tt.input)}))
 		})
 	}
 }

@@ -3,11 +3,11 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/shiroagent/shiro/sandbox/helper"
+	"github.com/shiroagent/shiro/tools/copymode"
 )
 
 // NewCmdHelper builds the hidden `shiro helper` command: the in-container
-// side of the sandbox (helper.Main, the same as the shiro-helper binary's),
+// side of the sandbox (copymode.HelperMain, the same as the shiro-helper binary's),
 // for when shiro copies itself into a container instead of shiro-helper.
 func NewCmdHelper(f *Factory) *cobra.Command {
 	return &cobra.Command{
@@ -16,7 +16,7 @@ func NewCmdHelper(f *Factory) *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			if code := helper.Main(args, f.In, f.Out, f.ErrOut); code != 0 {
+			if code := copymode.HelperMain(args, f.In, f.Out, f.ErrOut); code != 0 {
 				return errSilent(code)
 			}
 			return nil

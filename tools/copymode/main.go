@@ -1,0 +1,420 @@
+package copymode
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/shiroagent/shiro/internal/confine"
+	"github.com/shiroagent/shiro/sandbox/helper"
+	"github.com/shiroagent/shiro/sandbox/local"
+	"github.com/shiroagent/shiro/tools"
+)
+
+// Verb is the helper subcommand that leads to Main: `<helper> helper ws
+// VERB ...`.
+const Verb = "ws"
+
+// Main runs one copy-mode command in the sandbox, on the copy of the
+// workspace at --ws:
+//
+//	tool NAME [--check]   a built-in tool; its input on stdin, its result (JSON) on stdout
+//	manifest [--paths]    the walker's files: "MODE HASH SIZE PATH\x00" records
+//	                      (only the NUL-separated paths on stdin with --paths)
+//	pack                  a tar of the NUL-separated paths on stdin
+//	unpack                the tar on stdin, written into the copy
+//	remove                the NUL-separated paths on stdin removed
+//	read PATH             a file for a preview (JSON)
+//
+// It returns the exit code: 0, 1 when the command failed, 2 for bad usage.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "shiro helper ws: want tool, manifest, pack, unpack, remove or read")
+		return 2
+	}
+	verb, args := args[0], args[1:]
+	fl := flag.NewFlagSet(verb, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	ws := fl.String("ws", "", "the workspace copy")
+	check := fl.Bool("check", false, "tool: only check the call")
+	paths := fl.Bool("paths", false, "manifest: only the paths on stdin")
+	cache := fl.String("cache", "", "manifest: a file that remembers the hashes of unchanged files")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if *ws == "" {
+		fmt.Fprintf(stderr, "shiro helper ws %s: --ws is required\n", verb)
+		return 2
+	}
+	root, err := os.OpenRoot(*ws)
+	if err != nil {
+		fmt.Fprintf(stderr, "shiro helper ws %s: %v\n", verb, err)
+		return 1
+	}
+	defer root.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	switch verb {
+	case "tool":
+		if fl.NArg() != 1 {
+			fmt.Fprintln(stderr, "shiro helper ws tool: want one tool name")
+			return 2
+		}
+		err = runTool(ctx, *ws, root, fl.Arg(0), *check, stdin, out)
+	case "manifest":
+		var only []string
+		if *paths {
+			if only, err = readPaths(stdin); err != nil {
+				break
+			}
+		}
+		err = writeManifest(ctx, root, only, *paths, *cache, out)
+	case "pack":
+		var names []string
+		if names, err = readPaths(stdin); err == nil {
+			err = pack(root, names, out)
+		}
+	case "unpack":
+		err = unpack(root, stdin)
+	case "remove":
+		var names []string
+		if names, err = readPaths(stdin); err == nil {
+			err = remove(root, names)
+		}
+	case "read":
+		if fl.NArg() != 1 {
+			fmt.Fprintln(stderr, "shiro helper ws read: want one path")
+			return 2
+		}
+		err = json.NewEncoder(out).Encode(readPreview(root, *ws, fl.Arg(0)))
+	default:
+		fmt.Fprintf(stderr, "shiro helper ws: unknown command %q\n", verb)
+		return 2
+	}
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "shiro helper ws %s: %v\n", verb, err)
+		return 1
+	}
+	return 0
+}
+
+// toolReply is a tool call's outcome as the sandbox reports it.
+type toolReply struct {
+	Text    string `json:"text,omitempty"`
+	IsError bool   `json:"isError,omitempty"`
+	// Problem is a check's finding (--check): empty when the call would
+	// go through.
+	Problem string `json:"problem,omitempty"`
+}
+
+// runTool runs the built-in tool name on the copy: the same code, jail
+// and texts as on the host. Commands it starts (grep's rg) run here, under
+// a reaper of their own.
+func runTool(ctx context.Context, ws string, root *os.Root, name string, check bool, stdin io.Reader, out io.Writer) error {
+	t := tools.Find(tools.Builtins(), name)
+	if t == nil || !InSandbox(name) {
+		return fmt.Errorf("no file tool %q", name)
+	}
+	input, err := io.ReadAll(io.LimitReader(stdin, maxInput))
+	if err != nil {
+		return fmt.Errorf("read the input: %w", err)
+	}
+	sb, err := local.New(ws)
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	env := &tools.Env{Workspace: ws, Root: root, Sandbox: sb}
+	var reply toolReply
+	if check {
+		if c, ok := t.(tools.Checker); ok {
+			reply.Problem = c.Check(ctx, env, input)
+		}
+	} else {
+		res, err := t.Run(ctx, env, input)
+		if err != nil {
+			return err
+		}
+		reply = toolReply{Text: res.Text, IsError: res.IsError}
+	}
+	return json.NewEncoder(out).Encode(reply)
+}
+
+// maxInput bounds a tool call's input (a write_file of a large file).
+const maxInput = 64 << 20
+
+// inSandbox are the built-in tools that read or write the workspace's
+// files: in copy mode they run on the copy. bash and the git tools run
+// commands in the sandbox already.
+var inSandbox = map[string]bool{
+	"read_file": true, "read_many_files": true, "write_file": true, "edit_file": true,
+	"multi_edit": true, "list_dir": true, "glob": true, "grep": true,
+}
+
+// InSandbox reports whether copy mode runs the built-in tool name in the
+// sandbox.
+func InSandbox(name string) bool { return inSandbox[name] }
+
+// readPaths reads NUL-separated paths.
+func readPaths(r io.Reader) ([]string, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read the paths: %w", err)
+	}
+	var out []string
+	for p := range bytes.SplitSeq(data, []byte{0}) {
+		if len(p) > 0 {
+			out = append(out, string(p))
+		}
+	}
+	return out, nil
+}
+
+// checkName refuses a path that is not a clean relative path inside the
+// copy (os.Root refuses the rest).
+func checkName(name string) error {
+	if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == ".." || strings.HasPrefix(name, "../") {
+		return fmt.Errorf("bad path %q", name)
+	}
+	return nil
+}
+
+// pack writes a tar of names: regular files with their permission bits,
+// symlinks with their targets. A name that is missing, or anything else,
+// is left out: the host takes a name it asked for and did not get for
+// gone.
+func pack(root *os.Root, names []string, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	for _, name := range names {
+		if err := checkName(name); err != nil {
+			return err
+		}
+		fi, err := root.Lstat(name)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				continue
+			}
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := root.Readlink(name)
+			if err != nil {
+				return err
+			}
+			if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: target, Mode: 0o777}); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			if err := packFile(tw, root, name); err != nil {
+				return err
+			}
+		}
+	}
+	return tw.Close()
+}
+
+// packFile adds the regular file name: its size is the descriptor's, so a
+// file that grows meanwhile cannot break the tar.
+func packFile(tw *tar.Writer, root *os.Root, name string) error {
+	f, err := confine.OpenRegular(root, name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, confine.ErrNotRegular) {
+			return nil
+		}
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: int64(fi.Mode().Perm()), Size: fi.Size()}); err != nil {
+		return err
+	}
+	n, err := io.Copy(tw, io.LimitReader(f, fi.Size()))
+	if err != nil {
+		return err
+	}
+	if n < fi.Size() { // it shrank: pad, the host hashes what came
+		_, err = tw.Write(make([]byte, fi.Size()-n))
+	}
+	return err
+}
+
+// unpack writes the tar's regular files (atomically: a temporary file
+// renamed over the old one), symlinks and directories into the copy.
+func unpack(root *os.Root, r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the tar: %w", err)
+		}
+		name := strings.TrimSuffix(h.Name, "/")
+		if err := checkName(name); err != nil {
+			return err
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = root.MkdirAll(name, 0o755)
+		case tar.TypeReg:
+			err = writeFile(root, name, fs.FileMode(h.Mode).Perm(), tr)
+		case tar.TypeSymlink:
+			err = writeSymlink(root, name, h.Linkname)
+		default:
+			err = fmt.Errorf("%s: unsupported entry type %q", name, h.Typeflag)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func writeFile(root *os.Root, name string, perm fs.FileMode, r io.Reader) (err error) {
+	if err := makeParent(root, name); err != nil {
+		return err
+	}
+	tmp := tempName(name)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			root.Remove(tmp)
+		}
+	}()
+	if _, err := io.Copy(f, r); err != nil {
+		return err
+	}
+	if err := f.Chmod(perm); err != nil { // the umask applied at creation
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
+		if err := root.RemoveAll(name); err != nil {
+			return err
+		}
+	}
+	return root.Rename(tmp, name)
+}
+
+func writeSymlink(root *os.Root, name, target string) error {
+	if err := makeParent(root, name); err != nil {
+		return err
+	}
+	tmp := tempName(name)
+	if err := root.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
+		if err := root.RemoveAll(name); err != nil {
+			root.Remove(tmp)
+			return err
+		}
+	}
+	if err := root.Rename(tmp, name); err != nil {
+		root.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// makeParent makes name's directory, replacing a file or symlink that
+// stands where a directory must be.
+func makeParent(root *os.Root, name string) error {
+	dir := path.Dir(name)
+	if dir == "." {
+		return nil
+	}
+	err := root.MkdirAll(dir, 0o755)
+	if err == nil {
+		return nil
+	}
+	// Walk down: the first element that is not a directory goes.
+	parts := strings.Split(dir, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		fi, lerr := root.Lstat(p)
+		if lerr == nil && !fi.IsDir() {
+			if rerr := root.Remove(p); rerr != nil {
+				return rerr
+			}
+			break
+		}
+	}
+	return root.MkdirAll(dir, 0o755)
+}
+
+func tempName(name string) string {
+	return path.Join(path.Dir(name), "."+path.Base(name)+".shiro-copy-tmp")
+}
+
+// remove removes names (a file, a symlink, or a directory left empty),
+// then the directories their removal left empty.
+func remove(root *os.Root, names []string) error {
+	for _, name := range names {
+		if err := checkName(name); err != nil {
+			return err
+		}
+		if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+			if root.Remove(dir) != nil {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// Preview is a file read for an approval preview: its content, whether it
+// exists, or why it cannot be shown.
+type Preview struct {
+	Content string `json:"content,omitempty"`
+	Exists  bool   `json:"exists,omitempty"`
+	Problem string `json:"problem,omitempty"`
+}
+
+func readPreview(root *os.Root, ws, p string) Preview {
+	content, exists, problem := confine.ReadPreview(root, ws, p)
+	return Preview{Content: content, Exists: exists, Problem: problem}
+}
+
+// HelperMain is the whole command line of the helper in the sandbox: the
+// copy-mode commands (`[helper] ws ...`) and everything helper.Main runs.
+// shiro-helper and shiro's hidden `helper` command both call it.
+func HelperMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	rest := args
+	if len(rest) > 0 && rest[0] == "helper" {
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && rest[0] == Verb {
+		return Main(rest[1:], stdin, stdout, stderr)
+	}
+	return helper.Main(args, stdin, stdout, stderr)
+}
