@@ -142,6 +142,42 @@ func (s *Store) Apply(ctx context.Context, p Plan, keep map[string]bool) ([]File
 	return todo, nil
 }
 
+// ApplyPaths puts only the named paths of the workspace into their state
+// in target (a file target lacks is deleted), as Apply does: a KindUndo
+// checkpoint first (meta names it), new contents written beside their
+// files before any rename. The rest of the workspace is left as it is,
+// whatever it holds now. It returns the changes made.
+func (s *Store) ApplyPaths(ctx context.Context, target Checkpoint, paths map[string]bool, meta Meta) ([]FileChange, error) {
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	meta.Kind = KindUndo
+	before, err := s.record(ctx, meta)
+	if err != nil {
+		return nil, err
+	}
+	chs, err := s.changes(ctx, before.Tree, target.Tree)
+	if err != nil {
+		return nil, err
+	}
+	var todo []FileChange
+	for _, c := range chs {
+		if paths[c.Path] {
+			todo = append(todo, c)
+		}
+	}
+	t, err := s.tree(target.Tree)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.restore(ctx, todo, t); err != nil {
+		return nil, err
+	}
+	return todo, nil
+}
+
 // pending is one file to put in place.
 type pending struct {
 	c    FileChange

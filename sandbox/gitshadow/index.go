@@ -170,16 +170,16 @@ func checkIndexPath(name string) error {
 		if c == "" || c == "." || c == ".." {
 			return fmt.Errorf("index entry %q: bad path", name)
 		}
-		if isDotGit(c) {
+		if IsDotGit(c) {
 			return fmt.Errorf("index entry %q: inside .git", name)
 		}
 	}
 	return nil
 }
 
-// isDotGit matches ".git" and the spellings some filesystems treat as it
+// IsDotGit matches ".git" and the spellings some filesystems treat as it
 // (any case, trailing dots or spaces, the 8.3 short name).
-func isDotGit(c string) bool {
+func IsDotGit(c string) bool {
 	t := strings.ToLower(strings.TrimRight(c, ". "))
 	return t == ".git" || t == "git~1"
 }

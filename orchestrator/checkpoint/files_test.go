@@ -1,0 +1,66 @@
+package checkpoint
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestTreesFromFilesAreTheScansTrees: a tree composed from a flat list of
+// files is the one a scan of the same files records, and listing it gives
+// the list back.
+func TestTreesFromFilesAreTheScansTrees(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, Options{})
+	write(t, fx.ws, map[string]string{"a.txt": "alpha\n", "a-b/c.txt": "c\n", "a/b/c/d.txt": "deep\n", "z": "z\n"})
+	if err := os.Chmod(filepath.Join(fx.ws, "z"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.txt", filepath.Join(fx.ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	cp := fx.record(t, Meta{Session: "s", Turn: 1, Kind: KindTurn})
+	files, err := fx.store.Files(t.Context(), cp.Tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]fs.FileMode{"a.txt": 0o644, "a-b/c.txt": 0o644, "a/b/c/d.txt": 0o644, "z": 0o755, "link": fs.ModeSymlink}
+	if len(files) != len(want) {
+		t.Fatalf("files = %v", files)
+	}
+	for _, f := range files {
+		if m, ok := want[f.Path]; !ok || m != f.Mode {
+			t.Errorf("file %+v not expected", f)
+		}
+	}
+	tree, err := fx.store.PutTree(files)
+	if err != nil || tree != cp.Tree {
+		t.Errorf("PutTree = %s, %v; the scan recorded %s", tree, err, cp.Tree)
+	}
+	// A changed list is another tree, whose blob reads back.
+	h, err := fx.store.PutBlob([]byte("new content\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files[0].Hash = h
+	other, err := fx.store.PutTree(files)
+	if err != nil || other == cp.Tree {
+		t.Fatalf("PutTree after a change = %s, %v", other, err)
+	}
+	chs, err := fx.store.Changes(t.Context(), cp, Checkpoint{Tree: other})
+	if err != nil || len(chs) != 1 || chs[0].Path != files[0].Path || chs[0].Action != Modified {
+		t.Errorf("changes = %+v, %v", chs, err)
+	}
+	if data, err := fx.store.Blob(h); err != nil || string(data) != "new content\n" {
+		t.Errorf("Blob = %q, %v", data, err)
+	}
+	for _, bad := range [][]TreeFile{
+		{{Path: "../x", Mode: 0o644, Hash: h}},
+		{{Path: "a", Mode: 0o644, Hash: h}, {Path: "a/b", Mode: 0o644, Hash: h}},
+	} {
+		if _, err := fx.store.PutTree(bad); err == nil {
+			t.Errorf("PutTree(%v) made a tree", bad)
+		}
+	}
+}

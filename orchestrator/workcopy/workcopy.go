@@ -1,0 +1,709 @@
+// Package workcopy keeps a sandbox's copy of the workspace (copy mode) and
+// the workspace itself in step. The copy is made when the sandbox first
+// opens; the user's edits on this machine are carried into it before each
+// turn; the sandbox's changes stay there until the user applies them.
+//
+// Three states are compared, each a tree in the workspace's checkpoint
+// store: the base (what both sides last agreed on, file by file), the
+// workspace now, and the copy now (its manifest; the files that differ
+// from the base are fetched and hashed here). For each path:
+//
+//   - the workspace changed it and the copy did not: the workspace's
+//     version goes into the copy;
+//   - the copy changed it and the workspace did not: a change to apply;
+//   - both changed it, differently: a conflict, shown and never
+//     overwritten on either side.
+//
+// Applying writes only the paths applied (through the store, which records
+// a checkpoint first), and never a path that would make a git repository
+// on this machine or a symlink that leads out of the workspace.
+package workcopy
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/shiroagent/shiro/internal/atomicfile"
+	"github.com/shiroagent/shiro/internal/confine"
+	"github.com/shiroagent/shiro/orchestrator/checkpoint"
+	"github.com/shiroagent/shiro/sandbox/gitshadow"
+	"github.com/shiroagent/shiro/tools/copymode"
+)
+
+// Options configure a Copy.
+type Options struct {
+	// Remote runs the copy-mode commands in the sandbox.
+	Remote *copymode.Remote
+	// Store is the workspace's checkpoint store: it scans the workspace
+	// and holds every state's files.
+	Store *checkpoint.Store
+	// Root is the workspace.
+	Root *os.Root
+	// StateFile keeps the base between sessions.
+	StateFile string
+	// MaxFileSize bounds the files carried either way after the first
+	// copy (default checkpoint.DefaultMaxFileSize).
+	MaxFileSize int64
+}
+
+// Copy is one workspace's copy in one sandbox. Its methods take turns.
+type Copy struct {
+	opts Options
+
+	mu   sync.Mutex
+	base string // the tree both sides last agreed on
+}
+
+// state is what StateFile holds.
+type state struct {
+	Base string `json:"base"`
+}
+
+// Open makes the copy in the sandbox if it has none (or lost it), or
+// brings the workspace's changes since the last session into it. It
+// returns notices for the user (conflicts, files too large to carry).
+func Open(ctx context.Context, opts Options) (*Copy, []string, error) {
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = checkpoint.DefaultMaxFileSize
+	}
+	c := &Copy{opts: opts}
+	var st state
+	if data, err := os.ReadFile(opts.StateFile); err == nil {
+		_ = json.Unmarshal(data, &st) // a damaged state file means a fresh copy
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.Base != "" {
+		entries, err := opts.Remote.Manifest(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(entries) > 0 {
+			c.base = st.Base
+			notices, err := c.sync(ctx)
+			return c, notices, err
+		}
+		// The sandbox's storage is new: the copy is made again.
+	}
+	notices, err := c.copyIn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, notices, nil
+}
+
+// copyIn copies every file the walker lists into the sandbox (large files
+// too), and the repository's .git directory when the workspace holds one.
+func (c *Copy) copyIn(ctx context.Context) ([]string, error) {
+	now, err := c.opts.Store.Current(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scan the workspace: %w", err)
+	}
+	files, err := c.opts.Store.Files(ctx, now.Tree)
+	if err != nil {
+		return nil, err
+	}
+	var large []string
+	for p := range now.Skipped {
+		large = append(large, p)
+	}
+	sort.Strings(large)
+	err = c.opts.Remote.Unpack(ctx, func(tw *tar.Writer) error {
+		for _, f := range files {
+			data, err := c.opts.Store.Blob(f.Hash)
+			if err != nil {
+				return err
+			}
+			if err := writeEntry(tw, f.Path, f.Mode, data); err != nil {
+				return err
+			}
+		}
+		for _, p := range large {
+			if err := c.packHostFile(tw, p); err != nil {
+				return err
+			}
+		}
+		return c.packGitDir(tw)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("copy the workspace into the sandbox: %w", err)
+	}
+	if err := c.setBase(now.Tree); err != nil {
+		return nil, err
+	}
+	var notices []string
+	if len(large) > 0 {
+		notices = append(notices, fmt.Sprintf("%d files over %d MiB were copied into the sandbox once; their later changes are not carried either way: %s",
+			len(large), c.opts.MaxFileSize>>20, strings.Join(clipList(large, 5), ", ")))
+	}
+	return notices, nil
+}
+
+// writeEntry adds a file (or symlink) to a tar for the sandbox.
+func writeEntry(tw *tar.Writer, p string, mode fs.FileMode, data []byte) error {
+	if mode&fs.ModeSymlink != 0 {
+		return tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeSymlink, Linkname: string(data), Mode: 0o777})
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeReg, Mode: int64(mode.Perm()), Size: int64(len(data))}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
+}
+
+// packHostFile adds the workspace's regular file p, read through the root.
+func (c *Copy) packHostFile(tw *tar.Writer, p string) error {
+	f, err := confine.OpenRegular(c.opts.Root, p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, confine.ErrNotRegular) {
+			return nil
+		}
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeReg, Mode: int64(fi.Mode().Perm()), Size: fi.Size()}); err != nil {
+		return err
+	}
+	n, err := io.Copy(tw, io.LimitReader(f, fi.Size()))
+	if err == nil && n < fi.Size() {
+		_, err = tw.Write(make([]byte, fi.Size()-n))
+	}
+	return err
+}
+
+// packGitDir adds the workspace's .git directory, when it is one (not a
+// gitfile or a symlink: a repository whose git directory lies elsewhere
+// has none in the copy). The copy's repository is the sandbox's from then
+// on: its commits stay there, and applying carries files only.
+func (c *Copy) packGitDir(tw *tar.Writer) error {
+	fi, err := c.opts.Root.Lstat(".git")
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	return fs.WalkDir(c.opts.Root.FS(), ".git", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // an unreadable part of .git stays behind
+		}
+		switch {
+		case d.IsDir():
+			return tw.WriteHeader(&tar.Header{Name: p + "/", Typeflag: tar.TypeDir, Mode: 0o755})
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := c.opts.Root.Readlink(p)
+			if err != nil {
+				return nil
+			}
+			return tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeSymlink, Linkname: target, Mode: 0o777})
+		case d.Type().IsRegular():
+			return c.packHostFile(tw, p)
+		}
+		return nil
+	})
+}
+
+func (c *Copy) setBase(tree string) error {
+	c.base = tree
+	data, _ := json.Marshal(state{Base: tree})
+	if err := os.MkdirAll(filepath.Dir(c.opts.StateFile), 0o700); err != nil {
+		return fmt.Errorf("save the copy's state: %w", err)
+	}
+	if err := atomicfile.WriteFile(c.opts.StateFile, data, 0o600); err != nil {
+		return fmt.Errorf("save the copy's state: %w", err)
+	}
+	return nil
+}
+
+// Sync carries the workspace's changes since the base into the copy,
+// where the copy has not changed the same files; the rest are conflicts
+// (notices).
+func (c *Copy) Sync(ctx context.Context) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sync(ctx)
+}
+
+func (c *Copy) sync(ctx context.Context) ([]string, error) {
+	st := c.opts.Store
+	now, err := st.Current(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scan the workspace: %w", err)
+	}
+	if now.Tree == c.base {
+		return nil, nil
+	}
+	chs, err := st.Changes(ctx, checkpoint.Checkpoint{Tree: c.base}, checkpoint.Checkpoint{Tree: now.Tree})
+	if err != nil {
+		return nil, err
+	}
+	base, err := c.filesOf(ctx, c.base)
+	if err != nil {
+		return nil, err
+	}
+	host, err := c.filesOf(ctx, now.Tree)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, len(chs))
+	for i, ch := range chs {
+		paths[i] = ch.Path
+	}
+	there, err := c.opts.Remote.Manifest(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	copyNow := map[string]checkpoint.TreeFile{}
+	for _, e := range there {
+		copyNow[e.Path] = checkpoint.TreeFile{Path: e.Path, Mode: e.Mode, Hash: e.Hash}
+	}
+	var write, remove, conflicts []string
+	for _, p := range paths {
+		b, inBase := base[p]
+		h, inHost := host[p]
+		s, inCopy := copyNow[p]
+		switch {
+		case inCopy == inHost && (!inCopy || s == h):
+			// Both sides agree already.
+		case inCopy == inBase && (!inCopy || s == b):
+			if inHost {
+				write = append(write, p)
+			} else {
+				remove = append(remove, p)
+			}
+		default:
+			conflicts = append(conflicts, p)
+			continue
+		}
+		if inHost {
+			base[p] = h
+		} else {
+			delete(base, p)
+		}
+	}
+	if len(write) > 0 {
+		err := c.opts.Remote.Unpack(ctx, func(tw *tar.Writer) error {
+			for _, p := range write {
+				data, err := st.Blob(host[p].Hash)
+				if err != nil {
+					return err
+				}
+				if err := writeEntry(tw, p, host[p].Mode, data); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("carry your changes into the sandbox: %w", err)
+		}
+	}
+	if err := c.opts.Remote.Remove(ctx, remove); err != nil {
+		return nil, fmt.Errorf("carry your deletions into the sandbox: %w", err)
+	}
+	tree, err := st.PutTree(values(base))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.setBase(tree); err != nil {
+		return nil, err
+	}
+	var notices []string
+	if len(conflicts) > 0 {
+		notices = append(notices, conflictNotice(conflicts))
+	}
+	return notices, nil
+}
+
+func conflictNotice(paths []string) string {
+	return fmt.Sprintf("changed both here and in the sandbox, so left as they are on both sides: %s (/changes shows the sandbox's version)", strings.Join(clipList(paths, 8), ", "))
+}
+
+// filesOf is a tree's files by path.
+func (c *Copy) filesOf(ctx context.Context, tree string) (map[string]checkpoint.TreeFile, error) {
+	files, err := c.opts.Store.Files(ctx, tree)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]checkpoint.TreeFile, len(files))
+	for _, f := range files {
+		out[f.Path] = f
+	}
+	return out, nil
+}
+
+func values(m map[string]checkpoint.TreeFile) []checkpoint.TreeFile {
+	out := make([]checkpoint.TreeFile, 0, len(m))
+	for _, f := range m {
+		out = append(out, f)
+	}
+	return out
+}
+
+func clipList(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(list[:n:n], fmt.Sprintf("and %d more", len(list)-n))
+}
+
+// Changes is what the sandbox changed in its copy since the base.
+type Changes struct {
+	// Files are the changes, by path (Created, Deleted, Modified).
+	Files []checkpoint.FileChange
+	// Conflicts are paths of Files the workspace changed too, otherwise.
+	Conflicts []string
+	// Refused are paths of Files that are never applied, with the reason.
+	Refused map[string]string
+	// TooLarge are files the sandbox changed that are over the size
+	// limit: not fetched, not applied.
+	TooLarge []string
+
+	base, copy string // trees
+}
+
+// Empty reports whether the sandbox changed nothing.
+func (ch Changes) Empty() bool { return len(ch.Files) == 0 && len(ch.TooLarge) == 0 }
+
+// Changes lists the sandbox's changes, fetching the contents it has not
+// seen yet.
+func (c *Copy) Changes(ctx context.Context) (Changes, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changes(ctx)
+}
+
+func (c *Copy) changes(ctx context.Context) (Changes, error) {
+	st := c.opts.Store
+	entries, err := c.opts.Remote.Manifest(ctx, nil)
+	if err != nil {
+		return Changes{}, err
+	}
+	base, err := c.filesOf(ctx, c.base)
+	if err != nil {
+		return Changes{}, err
+	}
+	out := Changes{base: c.base, Refused: map[string]string{}}
+	copyFiles := make(map[string]checkpoint.TreeFile, len(entries))
+	var fetch []string
+	claimed := map[string]copymode.Entry{}
+	for _, e := range entries {
+		if b, ok := base[e.Path]; ok && b.Hash == e.Hash && b.Mode == e.Mode {
+			copyFiles[e.Path] = b
+			continue
+		}
+		if e.Mode&fs.ModeSymlink == 0 && e.Size > c.opts.MaxFileSize {
+			out.TooLarge = append(out.TooLarge, e.Path)
+			if b, ok := base[e.Path]; ok {
+				copyFiles[e.Path] = b // shown as unchanged: it is not carried
+			}
+			continue
+		}
+		claimed[e.Path] = e
+		if st.HasBlob(e.Hash) {
+			copyFiles[e.Path] = checkpoint.TreeFile{Path: e.Path, Mode: e.Mode, Hash: e.Hash}
+			continue
+		}
+		fetch = append(fetch, e.Path)
+	}
+	// What the sandbox says is only a list of what to fetch: the content
+	// is hashed here.
+	err = c.opts.Remote.Pack(ctx, fetch, func(h *tar.Header, content io.Reader) error {
+		var data []byte
+		mode := fs.FileMode(0o644)
+		switch h.Typeflag {
+		case tar.TypeSymlink:
+			data, mode = []byte(h.Linkname), fs.ModeSymlink
+		case tar.TypeReg:
+			if h.Size > c.opts.MaxFileSize {
+				return fmt.Errorf("%s grew past the size limit while fetched", h.Name)
+			}
+			var err error
+			if data, err = io.ReadAll(io.LimitReader(content, c.opts.MaxFileSize+1)); err != nil {
+				return err
+			}
+			if h.Mode&0o111 != 0 {
+				mode = 0o755
+			}
+		default:
+			return nil
+		}
+		if _, ok := claimed[h.Name]; !ok {
+			return fmt.Errorf("the sandbox sent %s, which was not asked for", h.Name)
+		}
+		hash, err := st.PutBlob(data)
+		if err != nil {
+			return err
+		}
+		copyFiles[h.Name] = checkpoint.TreeFile{Path: h.Name, Mode: mode, Hash: hash}
+		return nil
+	})
+	if err != nil {
+		return Changes{}, fmt.Errorf("fetch the sandbox's changes: %w", err)
+	}
+	// A file that vanished between the manifest and the fetch counts as
+	// gone.
+	if out.copy, err = st.PutTree(values(copyFiles)); err != nil {
+		return Changes{}, err
+	}
+	if out.Files, err = st.Changes(ctx, checkpoint.Checkpoint{Tree: out.base}, checkpoint.Checkpoint{Tree: out.copy}); err != nil {
+		return Changes{}, err
+	}
+	now, err := st.Current(ctx)
+	if err != nil {
+		return Changes{}, fmt.Errorf("scan the workspace: %w", err)
+	}
+	host, err := c.filesOf(ctx, now.Tree)
+	if err != nil {
+		return Changes{}, err
+	}
+	for _, f := range out.Files {
+		b, inBase := base[f.Path]
+		h, inHost := host[f.Path]
+		s, inCopy := copyFiles[f.Path]
+		switch {
+		case inHost == inBase && (!inHost || h == b):
+			// The workspace still has the base's version.
+		case inHost == inCopy && (!inHost || h == s):
+			// It has the sandbox's already.
+		default:
+			out.Conflicts = append(out.Conflicts, f.Path)
+		}
+		if inCopy {
+			why := refusal(f.Path, copyFiles, c.opts.Root)
+			if why == "" && s.Mode&fs.ModeSymlink != 0 {
+				target, err := st.Blob(s.Hash)
+				if err != nil {
+					return Changes{}, err
+				}
+				if symlinkOut(f.Path, string(target)) {
+					why = "a symlink to " + string(target) + ", outside the workspace"
+				}
+			}
+			if why != "" {
+				out.Refused[f.Path] = why
+			}
+		}
+	}
+	sort.Strings(out.TooLarge)
+	return out, nil
+}
+
+// refusal says why the sandbox's file at p must never be written here: a
+// path into a .git directory (any spelling git accepts), or a file that
+// makes its directory a git directory (all holds the copy's files).
+func refusal(p string, all map[string]checkpoint.TreeFile, root *os.Root) string {
+	for _, c := range strings.Split(p, "/") {
+		if gitshadow.IsDotGit(c) {
+			return "it is inside a .git directory"
+		}
+	}
+	for dir := path.Dir(p); ; dir = path.Dir(dir) {
+		if gitDirShape(dir, all, root) {
+			return fmt.Sprintf("it would make %s a git repository", displayDir(dir))
+		}
+		if dir == "." {
+			break
+		}
+	}
+	return ""
+}
+
+func displayDir(d string) string {
+	if d == "." {
+		return "the workspace"
+	}
+	return d + "/"
+}
+
+// gitDirShape reports whether dir, with the files all holds, is what git
+// takes for a git directory: a HEAD beside objects and refs, or beside a
+// commondir.
+func gitDirShape(dir string, all map[string]checkpoint.TreeFile, root *os.Root) bool {
+	at := func(name string) string {
+		if dir == "." {
+			return name
+		}
+		return dir + "/" + name
+	}
+	if _, ok := all[at("HEAD")]; !ok {
+		return false
+	}
+	if _, ok := all[at("commondir")]; ok {
+		return true
+	}
+	has := func(sub string) bool {
+		prefix := at(sub) + "/"
+		for p := range all {
+			if strings.HasPrefix(p, prefix) {
+				return true
+			}
+		}
+		fi, err := root.Lstat(at(sub))
+		return err == nil && fi.IsDir()
+	}
+	return has("objects") && has("refs")
+}
+
+// symlinkOut reports whether a symlink at p with target leads out of the
+// workspace (absolute, or climbing above it).
+func symlinkOut(p, target string) bool {
+	if path.IsAbs(target) || strings.HasPrefix(target, "~") {
+		return true
+	}
+	j := path.Join(path.Dir(p), target)
+	return j == ".." || strings.HasPrefix(j, "../")
+}
+
+// Patch is the unified diff of one of Changes' files.
+func (c *Copy) Patch(ctx context.Context, f checkpoint.FileChange) (string, error) {
+	return c.opts.Store.Patch(ctx, f)
+}
+
+// Applied is what Apply did.
+type Applied struct {
+	Files []checkpoint.FileChange
+	// Skipped are the paths not applied, with the reason (conflicts,
+	// refusals).
+	Skipped map[string]string
+}
+
+// Apply writes the sandbox's changes ch (as Changes listed them) into the
+// workspace, all of them or only paths; conflicts and refused paths are
+// skipped. meta names the checkpoint the store records first, so an undo
+// can take the apply back.
+func (c *Copy) Apply(ctx context.Context, ch Changes, paths []string, meta checkpoint.Meta) (Applied, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch.base != c.base {
+		return Applied{}, errors.New("the workspace and the sandbox were brought in step since these changes were listed: list them again")
+	}
+	st := c.opts.Store
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	conflict := map[string]bool{}
+	for _, p := range ch.Conflicts {
+		conflict[p] = true
+	}
+	copyFiles, err := c.filesOf(ctx, ch.copy)
+	if err != nil {
+		return Applied{}, err
+	}
+	res := Applied{Skipped: map[string]string{}}
+	apply := map[string]bool{}
+	for _, f := range ch.Files {
+		switch {
+		case len(want) > 0 && !want[f.Path]:
+		case conflict[f.Path]:
+			res.Skipped[f.Path] = "changed here too"
+		case ch.Refused[f.Path] != "":
+			res.Skipped[f.Path] = ch.Refused[f.Path]
+		default:
+			apply[f.Path] = true
+		}
+	}
+	if len(apply) == 0 {
+		return res, nil
+	}
+	done, err := st.ApplyPaths(ctx, checkpoint.Checkpoint{Tree: ch.copy}, apply, meta)
+	if err != nil {
+		return res, fmt.Errorf("apply the sandbox's changes: %w", err)
+	}
+	res.Files = done
+	// The applied paths now agree: the base takes the sandbox's version.
+	base, err := c.filesOf(ctx, c.base)
+	if err != nil {
+		return res, err
+	}
+	for p := range apply {
+		if s, ok := copyFiles[p]; ok {
+			base[p] = s
+		} else {
+			delete(base, p)
+		}
+	}
+	tree, err := st.PutTree(values(base))
+	if err != nil {
+		return res, err
+	}
+	return res, c.setBase(tree)
+}
+
+// Rebase takes the workspace's present version of paths for the base:
+// after an undo has put them back, what the sandbox has for them is a
+// change to apply again, not the workspace's edit to carry in.
+func (c *Copy) Rebase(ctx context.Context, paths []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.opts.Store
+	now, err := st.Current(ctx)
+	if err != nil {
+		return err
+	}
+	host, err := c.filesOf(ctx, now.Tree)
+	if err != nil {
+		return err
+	}
+	base, err := c.filesOf(ctx, c.base)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if h, ok := host[p]; ok {
+			base[p] = h
+		} else {
+			delete(base, p)
+		}
+	}
+	tree, err := st.PutTree(values(base))
+	if err != nil {
+		return err
+	}
+	return c.setBase(tree)
+}
+
+// Stat is a diff stat line of the changes: "3 files changed: 1 created,
+// 1 deleted, 1 modified".
+func (ch Changes) Stat() string {
+	var created, deleted, modified int
+	for _, f := range ch.Files {
+		switch f.Action {
+		case checkpoint.Created:
+			created++
+		case checkpoint.Deleted:
+			deleted++
+		default:
+			modified++
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%d files changed", len(ch.Files))
+	var parts []string
+	for _, x := range []struct {
+		n    int
+		what string
+	}{{created, "created"}, {deleted, "deleted"}, {modified, "modified"}} {
+		if x.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))
+		}
+	}
+	if len(parts) > 0 {
+		b.WriteString(": " + strings.Join(parts, ", "))
+	}
+	return b.String()
+}
