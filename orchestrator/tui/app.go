@@ -15,8 +15,8 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/shiroagent/shiro/agent"
-	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
