@@ -93,6 +93,12 @@ type Info struct {
 	// Helper is the path of shiro's helper inside the sandbox, for
 	// commands that run it (copy mode's file tools); empty on the host.
 	Helper string
+	// Copy is set when the sandbox holds a copy of the workspace (copy
+	// mode) rather than the directory itself.
+	Copy bool
+	// Engine is where the sandbox runs, when it is not this machine's
+	// default: the engine's address, the cluster's context.
+	Engine string
 }
 
 // Sandbox runs commands for one workspace.

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +93,7 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 		IdleTimeout: opts.Idle,
 		UID:         opts.UID,
 		GID:         opts.GID,
+		Copy:        opts.copyMode(),
 	}
 	home, state := homeVolume(opts.Workspace, wsID), stateVolume(opts.Workspace, wsID)
 	// The shadow volume is named after the container, whose name depends on
@@ -106,6 +108,11 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 	if egress != "" {
 		extra = append(extra, "egress:"+egress)
 	}
+	copyVol := ""
+	if opts.copyMode() {
+		copyVol = copyVolume(opts.Workspace, wsID)
+		extra = append(extra, "copy:"+copyVol)
+	}
 	spec.Mounts = extra
 	name := spec.containerName()
 	shadow := shadowVolume(name)
@@ -117,6 +124,11 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 		}
 	}
 	mounts := git.mounts(opts.Workspace, home, state, shadow, labels)
+	if copyVol != "" {
+		// The copy of the workspace, where the directory itself would be.
+		mounts[slices.IndexFunc(mounts, func(m mount.Mount) bool { return m.Target == opts.Workspace })] =
+			mount.Mount{Type: mount.TypeVolume, Source: copyVol, Target: opts.Workspace, VolumeOptions: &mount.VolumeOptions{Labels: labels(copyVol)}}
+	}
 	if egress != "" {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: egress, Target: egressMount, ReadOnly: true})
 	}
@@ -155,6 +167,9 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 	vols := map[string]string{home: "home", state: "state"}
 	if git.Repo != nil {
 		vols[shadow] = "shadow"
+	}
+	if copyVol != "" {
+		vols[copyVol] = "copy"
 	}
 	return containerPlan{spec: spec, name: name, config: cfg, host: host, volumes: vols, git: git}
 }
@@ -528,6 +543,11 @@ func (e *Engine) prepareUser(ctx context.Context, id string, opts Options, p con
 	}
 	if err := own("/home", "shiro"); err != nil {
 		return fmt.Errorf("make the sandbox user's home: %w", err)
+	}
+	if p.spec.copyMode() {
+		if err := own(filepath.Dir(opts.Workspace), filepath.Base(opts.Workspace)); err != nil {
+			return fmt.Errorf("make the sandbox's copy of the workspace: %w", err)
+		}
 	}
 	dirs := []string{"state"}
 	if p.git.Repo != nil {

@@ -63,7 +63,7 @@ const egressMount = "/.shiro/egress"
 // a local engine (a unix:// host) can mount it; "" otherwise, and the
 // exec carries the connections.
 func (e *Engine) egressDir(opts Options, wsID string) string {
-	if opts.Network != NetworkAsk || opts.Egress == nil || e.stateDir == "" || !strings.HasPrefix(e.host, "unix://") {
+	if opts.Network != NetworkAsk || opts.Egress == nil || e.stateDir == "" || !e.Local() {
 		return ""
 	}
 	return filepath.Join(e.stateDir, "egress", workspaceVolumeKey(opts.Workspace, wsID))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -78,6 +79,11 @@ func (e *Engine) API() *client.Client { return e.api }
 
 // Host is the engine address in use.
 func (e *Engine) Host() string { return e.host }
+
+// Local reports whether the engine runs on this machine (a unix:// host)
+// and can therefore bind-mount its directories. An engine reached over
+// TCP or SSH counts as remote, even on this machine.
+func (e *Engine) Local() bool { return strings.HasPrefix(e.host, "unix://") }
 
 // Close releases the client.
 func (e *Engine) Close() error { return e.api.Close() }

@@ -178,6 +178,10 @@ func defaultHelper() (string, error) {
 	return exe, nil
 }
 
+// copyMode reports whether the container holds a copy of the workspace
+// (a volume at its path) rather than the directory itself.
+func (o Options) copyMode() bool { return o.WorkspaceMode == sandbox.WorkspaceCopy }
+
 // Validate reports options that cannot make a container.
 func (o Options) Validate() error {
 	var errs []error
@@ -191,6 +195,11 @@ func (o Options) Validate() error {
 	case NetworkAsk, NetworkOpen, NetworkNone, "bridge":
 	default:
 		errs = append(errs, fmt.Errorf("network %q: want ask, open or none", o.Network))
+	}
+	switch o.WorkspaceMode {
+	case "", sandbox.WorkspaceMount, sandbox.WorkspaceCopy:
+	default:
+		errs = append(errs, fmt.Errorf("workspace mode %q: want mount or copy", o.WorkspaceMode))
 	}
 	if o.Memory < 16<<20 {
 		errs = append(errs, fmt.Errorf("memory limit %d bytes is below 16 MiB", o.Memory))
@@ -223,7 +232,12 @@ type containerSpec struct {
 	Network     string
 	IdleTimeout time.Duration
 	UID, GID    int
+	// Copy: a volume holds a copy of the workspace at its path (its name
+	// is in Mounts, and so in the hash).
+	Copy bool
 }
+
+func (s containerSpec) copyMode() bool { return s.Copy }
 
 // specVersion changes when what a container holds changes shape: v3 has
 // the root-owned helper, the state and shadow volumes and the git
@@ -269,6 +283,7 @@ func (s containerSpec) containerName() string {
 // workspace directory (a new directory at the same path gets new ones);
 // the shadow git directory belongs to one container.
 func homeVolume(ws, wsID string) string  { return "shiro-home-" + workspaceVolumeKey(ws, wsID) }
+func copyVolume(ws, wsID string) string  { return "shiro-copy-" + workspaceVolumeKey(ws, wsID) }
 func stateVolume(ws, wsID string) string { return "shiro-state-" + workspaceVolumeKey(ws, wsID) }
 func shadowVolume(containerName string) string {
 	return containerName + "-git"

@@ -56,6 +56,13 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	if err != nil {
 		return nil, fmt.Errorf("sandbox options: %w", err)
 	}
+	if opts.WorkspaceMode == "" {
+		// A remote engine cannot bind-mount this machine's directory.
+		opts.WorkspaceMode = sandbox.WorkspaceMount
+		if !e.Local() {
+			opts.WorkspaceMode = sandbox.WorkspaceCopy
+		}
+	}
 	h, err := loadHelper(opts.HelperBinary)
 	if err != nil {
 		return nil, err
@@ -67,19 +74,25 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	if err != nil {
 		return nil, err
 	}
-	git, pending, err := newBoundary(opts.Workspace, e.stateDir, opts.NoMount)
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range git.plan.Notices {
-		opts.Notices(n)
+	// In copy mode the sandbox has its own copy of the workspace and sees
+	// nothing of the user's directory or repository: there is no git
+	// boundary to keep (s.git stays nil).
+	var git *boundary
+	var pending []gitshadow.Finding
+	if !opts.copyMode() {
+		if git, pending, err = newBoundary(opts.Workspace, e.stateDir, opts.NoMount); err != nil {
+			return nil, err
+		}
+		for _, n := range git.plan.Notices {
+			opts.Notices(n)
+		}
 	}
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	s := &Sandbox{e: e, opts: opts, helper: h, base: hex.EncodeToString(id[:]), logs: io.Discard, wsID: wsID, git: git}
 	if d := e.egressDir(opts, wsID); d != "" {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			git.close()
+			s.closeBoundary()
 			return nil, fmt.Errorf("make the sandbox's proxy socket directory: %w", err)
 		}
 	}
@@ -88,8 +101,11 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	err = s.connect(ctx)
 	s.mu.Unlock()
 	if err != nil {
-		git.close()
+		s.closeBoundary()
 		return nil, err
+	}
+	if git == nil {
+		return s, nil
 	}
 	git.journal.open()
 	// Repositories the sandbox made in a session that ended without its
@@ -101,6 +117,22 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	s.stopWatch, s.watchDone = stop, make(chan struct{})
 	go s.watch(wctx)
 	return s, nil
+}
+
+// closeBoundary releases the git boundary, if there is one.
+func (s *Sandbox) closeBoundary() {
+	if s.git != nil {
+		s.git.close()
+	}
+}
+
+// gitPlan is what the git boundary needs of the container (nothing in
+// copy mode).
+func (s *Sandbox) gitPlan() gitPlan {
+	if s.git == nil {
+		return gitPlan{}
+	}
+	return s.git.plan
 }
 
 // watchInterval is the shortest pause between background sweeps; a sweep
@@ -142,12 +174,16 @@ func (s *Sandbox) takePending() []string {
 // connect (re)creates the container if needed, opens a fresh channel and
 // fills the shadow git directory. Callers hold s.mu.
 func (s *Sandbox) connect(ctx context.Context) error {
-	c, err := s.e.ensureContainer(ctx, s.opts, s.helper, s.git.plan, s.wsID)
+	c, err := s.e.ensureContainer(ctx, s.opts, s.helper, s.gitPlan(), s.wsID)
 	if err != nil {
 		return err
 	}
 	s.seq++
-	ch, err := s.e.openChannel(ctx, c, s.helper, s.opts, s.session(), s.logs, s.git.serveArgs())
+	var serveArgs []string
+	if s.git != nil {
+		serveArgs = s.git.serveArgs()
+	}
+	ch, err := s.e.openChannel(ctx, c, s.helper, s.opts, s.session(), s.logs, serveArgs)
 	if err != nil {
 		return err
 	}
@@ -160,6 +196,9 @@ func (s *Sandbox) connect(ctx context.Context) error {
 			return err
 		}
 		s.tun = tun
+	}
+	if s.git == nil {
+		return nil
 	}
 	if err := s.git.connected(ctx, clientRunner{ch.client}, s.helper.helperPath()); err != nil {
 		_ = ch.close()
@@ -246,7 +285,10 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (res sandbox.Res
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	notices := append(s.takePending(), s.git.before(ctx, ch.client)...)
+	notices := s.takePending()
+	if s.git != nil {
+		notices = append(notices, s.git.before(ctx, ch.client)...)
+	}
 	if env, release := s.egressEnv(ctx); env != nil {
 		cmd.Env = append(env, cmd.Env...)
 		defer func() { res.Notices = append(res.Notices, release()...) }()
@@ -256,13 +298,19 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (res sandbox.Res
 		// The helper did not confirm the kill in time: kill the session's
 		// processes through a fresh exec, and drop the channel.
 		s.forceKill(ctx, ch)
-		res.Notices = append(notices, s.git.after(ctx, nil, ch.client)...)
+		if s.git != nil {
+			notices = append(notices, s.git.after(ctx, nil, ch.client)...)
+		}
+		res.Notices = notices
 		return res, ctx.Err()
 	}
 	if errors.Is(err, helper.ErrChannelClosed) && ctx.Err() == nil {
 		return res, fmt.Errorf("the sandbox container %s stopped or was removed while the command ran: %w", s.c.name, err)
 	}
-	res.Notices = append(append(notices, s.git.after(ctx, clientRunner{ch.client}, ch.client)...), s.takePending()...)
+	if s.git != nil {
+		notices = append(notices, s.git.after(ctx, clientRunner{ch.client}, ch.client)...)
+	}
+	res.Notices = append(notices, s.takePending()...)
 	return res, err
 }
 
@@ -337,7 +385,7 @@ func (r execRunner) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Resul
 func (s *Sandbox) Info() sandbox.Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sandbox.Info{Kind: "docker", Workspace: s.opts.Workspace, Image: s.opts.Image, Container: s.c.name, Helper: s.helper.helperPath()}
+	return sandbox.Info{Kind: "docker", Workspace: s.opts.Workspace, Image: s.opts.Image, Container: s.c.name, Helper: s.helper.helperPath(), Copy: s.opts.copyMode(), Engine: s.e.host}
 }
 
 // ContainerID is the id of the container the session last used.
@@ -374,6 +422,9 @@ func (s *Sandbox) Close() error {
 	c := s.c
 	s.mu.Unlock()
 
+	if s.git == nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
 	defer cancel()
 	var keep gitshadow.Runner
