@@ -13,6 +13,9 @@ import (
 type Lazy struct {
 	open func(context.Context) (sandbox.Sandbox, error)
 	info sandbox.Info
+	// opened, when set, readies a sandbox just opened (copy mode makes
+	// its copy); an error closes it again.
+	opened func(context.Context, sandbox.Sandbox) error
 
 	mu     sync.Mutex
 	sb     sandbox.Sandbox
@@ -29,7 +32,7 @@ func NewLazy(cfg SandboxConfig) *Lazy {
 	}
 	return &Lazy{
 		open: func(ctx context.Context) (sandbox.Sandbox, error) { return OpenSandbox(ctx, cfg) },
-		info: sandbox.Info{Kind: kind, Workspace: cfg.Workspace, Image: cfg.Image},
+		info: sandbox.Info{Kind: kind, Workspace: cfg.Workspace, Image: cfg.Image, Copy: cfg.CopyMode()},
 	}
 }
 
@@ -44,6 +47,12 @@ func (l *Lazy) Get(ctx context.Context) (sandbox.Sandbox, error) {
 		sb, err := l.open(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if l.opened != nil {
+			if err := l.opened(ctx, sb); err != nil {
+				sb.Close()
+				return nil, err
+			}
 		}
 		l.sb = sb
 	}

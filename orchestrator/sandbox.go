@@ -126,8 +126,13 @@ func OpenDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig,
 		}
 		eg = p
 	}
+	settings := cfg.Settings
+	settings.WorkspaceMode = sandbox.WorkspaceMount
+	if cfg.CopyMode() {
+		settings.WorkspaceMode = sandbox.WorkspaceCopy
+	}
 	return eng.Open(ctx, img, docker.Options{
-		Settings:  cfg.Settings,
+		Settings:  settings,
 		Workspace: cfg.Workspace,
 		LookupEnv: cfg.LookupEnv,
 		Egress:    eg,

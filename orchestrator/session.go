@@ -117,6 +117,7 @@ type Session struct {
 	sessionTools []agent.Tool
 	mcp          *sessionMCP  // nil without MCP servers
 	cp           *checkpoints // nil without checkpoints
+	copy         *sessionCopy // nil unless the sandbox works on a copy
 	onChange     func([]llm.Message)
 	book         *book
 	// The agent variant and the thinking level in force; maxSteps is the
@@ -176,6 +177,15 @@ func NewSession(opts SessionOptions) (*Session, error) {
 			s.Notices = append(s.Notices, fmt.Sprintf("checkpoints are off (no /undo): %v", err))
 		} else {
 			s.cp = &checkpoints{store: st, session: opts.SessionID}
+		}
+	}
+	if sc.CopyMode() {
+		if s.copy, err = newSessionCopy(opts.DataDir, opts.Workspace, sc.Backend, root, s.cp, s.sandbox); err != nil {
+			if s.cp != nil {
+				s.cp.store.Close()
+			}
+			root.Close()
+			return nil, err
 		}
 	}
 	plugins, unknown := agent.Builtins(opts.Plugins)
@@ -323,7 +333,7 @@ func (s *Session) offeredList() []offeredTool {
 			out = append(out, offeredTool{tool: t, kind: kind})
 		}
 	}
-	for _, t := range tools.Offered(s.builtins, s.sets) {
+	for _, t := range s.offeredBuiltins() {
 		add(toolAdapter{t: t, env: s.env, cp: s.cp}, string(t.Set()))
 	}
 	for _, t := range s.sessionTools {
@@ -352,7 +362,17 @@ func withoutTools(plugins []agent.Plugin) []agent.Plugin {
 }
 
 // builtinTools adapts the offered built-in tools for the agent.
-func (s *Session) builtinTools() []agent.Tool { return s.adapt(tools.Offered(s.builtins, s.sets)) }
+func (s *Session) builtinTools() []agent.Tool { return s.adapt(s.offeredBuiltins()) }
+
+// offeredBuiltins are the built-in tools of the enabled sets, the file
+// tools running on the sandbox's copy in copy mode.
+func (s *Session) offeredBuiltins() []tools.Tool {
+	list := tools.Offered(s.builtins, s.sets)
+	if s.copy != nil {
+		list = s.copy.wrap(list)
+	}
+	return list
+}
 
 // adapt wraps tools of the tools package (built-in, MCP) for the agent.
 func (s *Session) adapt(list []tools.Tool) []agent.Tool {
@@ -478,6 +498,11 @@ func (s *Session) Workspace() string { return s.ws }
 // checkpoint that fails is reported as a notice and the turn goes on.
 func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
 	s.awaitMCP(ctx, emit)
+	if s.copy != nil {
+		for _, n := range s.copy.beforeTurn(ctx) {
+			emit(agent.Event{Type: agent.EventNotice, Text: n})
+		}
+	}
 	if s.cp != nil && mayChange(s.offered()) {
 		s.cp.begin(ctx, len(s.agent.Messages()), prompt)
 		defer func() {
@@ -496,8 +521,11 @@ func (s *Session) Close() error {
 	// before the record's last save.
 	sbErr := errors.Join(s.closeMCP(), s.sandbox.Close())
 	var cpErr error
+	if s.copy != nil {
+		cpErr = s.copy.close()
+	}
 	if s.cp != nil {
-		cpErr = s.cp.store.Close()
+		cpErr = errors.Join(cpErr, s.cp.store.Close())
 	}
 	return errors.Join(s.book.close(), sbErr, cpErr, s.root.Close())
 }

@@ -205,11 +205,30 @@ func PlanUndo(ctx context.Context, st *checkpoint.Store, session string, turn in
 	return up, nil
 }
 
+// CopyFollower is told what an undo did to files that undone applies had
+// written (copy mode keeps the sandbox's version of them pending).
+type CopyFollower func(ctx context.Context, applied map[string]bool, done []checkpoint.FileChange) error
+
+// FollowCopies is the CopyFollower of every copy of the workspace ws that
+// the data directory keeps, for an undo outside a session.
+func FollowCopies(dataDir, ws string, st *checkpoint.Store, root *os.Root) CopyFollower {
+	return func(ctx context.Context, applied map[string]bool, done []checkpoint.FileChange) error {
+		return rebaseApplies(ctx, st, root, applied, done, copyStateFiles(dataDir, ws))
+	}
+}
+
 // ApplyUndo carries out the plan; the user's files are overwritten only
 // with overwriteUser. It forgets the undone turns' checkpoints (the next
 // turn takes the first undone turn's number) and returns the changes made
-// and the files left as they were.
-func ApplyUndo(ctx context.Context, st *checkpoint.Store, p *UndoPlan, overwriteUser bool) (done []checkpoint.FileChange, kept []string, err error) {
+// and the files left as they were. follow, when set, hears of the files
+// undone applies had written.
+func ApplyUndo(ctx context.Context, st *checkpoint.Store, p *UndoPlan, overwriteUser bool, follow CopyFollower) (done []checkpoint.FileChange, kept []string, err error) {
+	var applied map[string]bool
+	if follow != nil {
+		if applied, err = appliedPaths(ctx, st, p); err != nil {
+			return nil, nil, err
+		}
+	}
 	keep := map[string]bool{}
 	if !overwriteUser {
 		for _, f := range p.UserChanged {
@@ -223,6 +242,11 @@ func ApplyUndo(ctx context.Context, st *checkpoint.Store, p *UndoPlan, overwrite
 	}
 	if err := st.Forget(p.Session, p.Turn); err != nil {
 		return done, kept, err
+	}
+	if follow != nil && len(applied) > 0 {
+		if err := follow(ctx, applied, done); err != nil {
+			return done, kept, fmt.Errorf("the undo is done, but the sandbox's copy may take it for your edit: %w", err)
+		}
 	}
 	return done, kept, nil
 }
@@ -307,7 +331,11 @@ func (s *Session) Undo(ctx context.Context, p *UndoPlan, overwriteUser bool) (do
 	if s.cp == nil {
 		return nil, nil, false, ErrNoCheckpoints
 	}
-	done, kept, err = ApplyUndo(ctx, s.cp.store, p, overwriteUser)
+	var follow CopyFollower
+	if s.copy != nil {
+		follow = s.copy.rebase
+	}
+	done, kept, err = ApplyUndo(ctx, s.cp.store, p, overwriteUser, follow)
 	if err != nil {
 		return done, kept, false, err
 	}

@@ -644,10 +644,28 @@ func (c *Copy) Apply(ctx context.Context, ch Changes, paths []string, meta check
 	return res, c.setBase(tree)
 }
 
-// Rebase takes the workspace's present version of paths for the base:
-// after an undo has put them back, what the sandbox has for them is a
-// change to apply again, not the workspace's edit to carry in.
+// Rebase takes the workspace's present version of paths for the base of
+// the copy opts.StateFile keeps (no sandbox is needed): after an undo has
+// put them back, what the sandbox has for them is a change to apply
+// again, not the workspace's edit to carry in.
+func Rebase(ctx context.Context, opts Options, paths []string) error {
+	data, err := os.ReadFile(opts.StateFile)
+	if err != nil {
+		return fmt.Errorf("read the copy's state: %w", err)
+	}
+	var st state
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("read the copy's state: %w", err)
+	}
+	c := &Copy{opts: opts, base: st.Base}
+	return c.Rebase(ctx, paths)
+}
+
+// Rebase is the package's Rebase for a copy in use.
 func (c *Copy) Rebase(ctx context.Context, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.opts.Store

@@ -80,6 +80,13 @@ func (e *Engine) API() *client.Client { return e.api }
 // Host is the engine address in use.
 func (e *Engine) Host() string { return e.host }
 
+// DefaultIsLocal reports whether the engine Connect would reach runs on
+// this machine (see Engine.Local), without reaching it.
+func DefaultIsLocal() bool {
+	h := os.Getenv("DOCKER_HOST")
+	return h == "" || strings.HasPrefix(h, "unix://")
+}
+
 // Local reports whether the engine runs on this machine (a unix:// host)
 // and can therefore bind-mount its directories. An engine reached over
 // TCP or SSH counts as remote, even on this machine.

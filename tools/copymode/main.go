@@ -14,8 +14,11 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/sandbox/helper"
@@ -81,7 +84,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				break
 			}
 		}
-		err = writeManifest(ctx, root, only, *paths, *cache, out)
+		c := *cache
+		if c == AutoCache {
+			c = autoCache()
+		}
+		err = writeManifest(ctx, root, only, *paths, c, out)
 	case "pack":
 		var names []string
 		if names, err = readPaths(stdin); err == nil {
@@ -112,6 +119,23 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// autoCache is where a manifest's cache lives when the host lets the
+// helper choose: the state directory beside the helper's own (…/bin/x →
+// …/state), where the sandbox has one it may write, else the user's
+// cache directory; "" when neither is there.
+func autoCache() string {
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Join(filepath.Dir(filepath.Dir(exe)), "state")
+		if unix.Access(dir, unix.W_OK) == nil {
+			return filepath.Join(dir, "ws-manifest")
+		}
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "shiro", "ws-manifest")
+	}
+	return ""
 }
 
 // toolReply is a tool call's outcome as the sandbox reports it.

@@ -25,9 +25,13 @@ type Remote struct {
 	// Workspace is the copy's path in the sandbox: the workspace's own.
 	Workspace string
 	// Cache is where, in the sandbox, a manifest remembers the hashes of
-	// files that did not change ("": nowhere).
+	// files that did not change ("": nowhere; AutoCache: the helper's
+	// state directory, else the sandbox user's cache directory).
 	Cache string
 }
+
+// AutoCache lets the helper choose where a manifest's cache lives.
+const AutoCache = "auto"
 
 // CommandError is a copy-mode command that ran and failed.
 type CommandError struct {

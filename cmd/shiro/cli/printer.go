@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/orchestrator/checkpoint"
+	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
@@ -106,4 +109,61 @@ func compactJSON(raw json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// copyChanges reports the sandbox's changes at the end of a copy-mode
+// run: applied (res set) or waiting. JSON: one "changes" event.
+func (p *headlessPrinter) copyChanges(ch workcopy.Changes, res *workcopy.Applied) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.asJSON {
+		ev := struct {
+			Type      string                  `json:"type"`
+			Applied   bool                    `json:"applied"`
+			Files     []checkpoint.FileChange `json:"files"`
+			Skipped   map[string]string       `json:"skipped,omitempty"`
+			Conflicts []string                `json:"conflicts,omitempty"`
+			TooLarge  []string                `json:"tooLarge,omitempty"`
+		}{Type: "changes", Files: ch.Files, Conflicts: ch.Conflicts, TooLarge: ch.TooLarge}
+		if res != nil {
+			ev.Applied, ev.Files, ev.Skipped = true, res.Files, res.Skipped
+		}
+		_ = p.enc.Encode(ev)
+		return
+	}
+	if p.midLine {
+		fmt.Fprintln(p.out)
+		p.midLine = false
+	}
+	if ch.Empty() {
+		fmt.Fprintln(p.errOut, "[changes] the sandbox changed nothing in its copy of the workspace")
+		return
+	}
+	if res == nil {
+		fmt.Fprintf(p.errOut, "[changes] %s in the sandbox's copy, not applied (run with --apply, or /apply in the chat UI)\n", ch.Stat())
+		for _, f := range ch.Files {
+			fmt.Fprintf(p.errOut, "  %-8s %s\n", f.Action, f.Path)
+		}
+	} else {
+		applied := workcopy.Changes{Files: res.Files}
+		fmt.Fprintf(p.errOut, "[applied] %s\n", applied.Stat())
+		for _, f := range res.Files {
+			fmt.Fprintf(p.errOut, "  %-8s %s\n", f.Action, f.Path)
+		}
+		for _, path := range sortedKeys(res.Skipped) {
+			fmt.Fprintf(p.errOut, "  skipped  %s: %s\n", path, res.Skipped[path])
+		}
+	}
+	for _, path := range ch.TooLarge {
+		fmt.Fprintf(p.errOut, "  too large to apply: %s\n", path)
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -240,6 +240,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	fl.BoolVar(&opts.NoSkills, "no-skills", false, "load no skills (no skill tool)")
 	fl.BoolVar(&opts.NoSubagent, "no-subagent", false, "do not offer the task subagent")
 	fl.BoolVar(&opts.NoMCP, "no-mcp", false, "start no MCP servers (neither yours nor the project's)")
+	fl.BoolVar(&opts.Apply, "apply", false, "with -p in copy mode: apply the sandbox's changes to the workspace when the run ends")
 	cmd.AddCommand(
 		NewCmdTool(f, sf, nil),
 		NewCmdTools(f),

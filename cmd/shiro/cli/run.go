@@ -36,12 +36,18 @@ type RunOptions struct {
 
 	// NoMCP starts no MCP server.
 	NoMCP bool
+	// Apply applies the sandbox's changes at the end of a headless run in
+	// copy mode.
+	Apply bool
 }
 
 func runRoot(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 	if !opts.Print {
 		if opts.JSON {
 			return usagef("--json needs -p")
+		}
+		if opts.Apply {
+			return usagef("--apply needs -p (in the chat UI, /apply applies the sandbox's changes)")
 		}
 		return runTUI(cmd.Context(), f, opts)
 	}
@@ -106,12 +112,39 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 		fmt.Fprintf(f.ErrOut, "[notice] %s\n", n)
 	}
 	sendErr := sess.Send(ctx, prompt, printer.event)
+	if sess.CopyMode() && ctx.Err() == nil {
+		if err := finishCopy(ctx, sess, printer, opts.Apply); err != nil {
+			fmt.Fprintf(f.ErrOut, "shiro: %v\n", err)
+			printer.sawError = true
+		}
+	} else if opts.Apply && !sess.CopyMode() {
+		fmt.Fprintln(f.ErrOut, "[notice] --apply: the sandbox worked on the workspace itself (not a copy), so there is nothing to apply")
+	}
 	if closeErr := sess.Close(); closeErr != nil {
 		fmt.Fprintf(f.ErrOut, "[notice] closing the session: %v\n", closeErr)
 	}
 	if printer.sawError || sendErr != nil {
 		return errSilent(1)
 	}
+	return nil
+}
+
+// finishCopy ends a headless run in copy mode: the sandbox's changes
+// applied (apply) or said to be waiting, with their diff stat.
+func finishCopy(ctx context.Context, sess *orchestrator.Session, p *headlessPrinter, apply bool) error {
+	ch, err := sess.Changes(ctx)
+	if err != nil {
+		return fmt.Errorf("list the sandbox's changes: %w", err)
+	}
+	if !apply {
+		p.copyChanges(ch, nil)
+		return nil
+	}
+	res, err := sess.Apply(ctx, ch, nil)
+	if err != nil {
+		return err
+	}
+	p.copyChanges(ch, &res)
 	return nil
 }
 

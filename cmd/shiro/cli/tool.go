@@ -12,7 +12,6 @@ import (
 
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/tools"
-	"github.com/shiroagent/shiro/tools/gitrepo"
 )
 
 // ToolOptions are the inputs of `shiro tool NAME JSON`.
@@ -82,20 +81,15 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 	}
 	defer root.Close()
 	sc := f.sandboxConfig(cfg, paths, ws, opts.Sandbox)
-	sb := orchestrator.NewLazy(sc)
-	defer sb.Close()
-	env := &tools.Env{
-		Workspace: ws,
-		Root:      root,
-		Sandbox:   sb,
-		GoGit:     sc.NoSandbox,
-		OpenGit:   gitrepo.Opener,
-		Output: func(_ string, chunk []byte) {
-			f.ErrOut.Write(chunk) //nolint:errcheck // live output is best effort
-		},
+	runner, err := orchestrator.NewToolRunner(sc, paths.DataDir, root, func(_ string, chunk []byte) {
+		f.ErrOut.Write(chunk) //nolint:errcheck // live output is best effort
+	})
+	if err != nil {
+		return err
 	}
+	defer runner.Close()
 	ctx := cmd.Context()
-	res, err := tool.Run(ctx, env, input)
+	res, err := runner.Run(ctx, tool, input)
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.Join(ctx.Err(), err)

@@ -141,7 +141,7 @@ func runUndo(cmd *cobra.Command, f *Factory, opts *UndoOptions) error {
 			fmt.Fprintf(f.ErrOut, "They are left as they are (--yes overwrites them).\n")
 		}
 	}
-	done, _, err := orchestrator.ApplyUndo(ctx, st, plan, overwrite)
+	done, _, err := orchestrator.ApplyUndo(ctx, st, plan, overwrite, orchestrator.FollowCopies(paths.DataDir, ws, st, root))
 	if err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("undo: %w", err)}
 	}
