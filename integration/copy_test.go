@@ -7,11 +7,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/integration/fakemodel"
+	"github.com/shiroagent/shiro/integration/testenv"
 )
 
 // copyWorkspace writes the files copy mode's tests start from, as the
@@ -182,4 +184,65 @@ func (h *hostile) ownedByUser(dir string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// TestCopyModeTUIChangesAndApply: in the chat UI, /changes shows the
+// sandbox's diff, /apply asks and lands it, /undo takes the apply back.
+func TestCopyModeTUIChangesAndApply(t *testing.T) {
+	t.Parallel()
+	api := testenv.RequireDocker(t)
+	testenv.RequireImage(t, api)
+	ws := testenv.Workspace(t, api)
+	for name, content := range map[string]string{"a.txt": "alpha\n", "keep.txt": "keep\n"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := fakemodel.New(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "w1", Name: "write_file", Input: `{"path":"a.txt","content":"ALPHA\n"}`}}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: bashJSON("echo made > made.txt", 0)}}},
+		fakemodel.Reply{Text: "Edited the copy."},
+	)
+	s := startTUI(t, ws, srv, "--yolo", "--workspace", "copy")
+	s.waitFor("workspace: a copy in the sandbox", 10*time.Second)
+	s.keys("change a.txt", true)
+	s.waitFor("Edited the copy.", 60*time.Second)
+	if data, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(data) != "alpha\n" {
+		t.Fatalf("the turn wrote the workspace: %q", data)
+	}
+
+	s.keys("/changes", true)
+	s.waitFor("the sandbox's changes: 2 files changed: 1 created, 1 modified", 30*time.Second)
+	s.waitFor("+ALPHA", 5*time.Second)
+	s.waitFor("created made.txt", 5*time.Second)
+	s.press("Escape")
+	s.waitGone("the sandbox's changes:", 5*time.Second)
+
+	s.keys("/apply", true)
+	s.waitFor("Apply 2 file(s) to", 30*time.Second)
+	s.waitFor("enter choose", 5*time.Second)
+	s.press("Enter") // Apply
+	s.waitFor("applied: 2 files changed", 30*time.Second)
+	for name, want := range map[string]string{"a.txt": "ALPHA\n", "made.txt": "made\n", "keep.txt": "keep\n"} {
+		if data, _ := os.ReadFile(filepath.Join(ws, name)); string(data) != want {
+			t.Errorf("%s = %q after /apply, want %q", name, data, want)
+		}
+	}
+
+	// /undo takes the apply back; the sandbox keeps its version, so the
+	// change waits to be applied again.
+	s.keys("/undo", true)
+	s.waitFor("Undo turn 2 (", 20*time.Second)
+	s.waitFor("enter choose", 5*time.Second)
+	s.press("Enter")
+	s.waitFor("undone:", 20*time.Second)
+	if data, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(data) != "alpha\n" {
+		t.Errorf("a.txt = %q after undoing the apply", data)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made.txt")); !os.IsNotExist(err) {
+		t.Errorf("made.txt is still there after undoing the apply: %v", err)
+	}
+	s.keys("/changes", true)
+	s.waitFor("the sandbox's changes: 2 files changed", 30*time.Second)
+	s.quit()
 }

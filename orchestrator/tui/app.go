@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -165,9 +166,25 @@ func New(opts Options) (*App, error) {
 	return a, nil
 }
 
-// preview reads a file an edit would change, for its approval's diff.
+// preview reads a file an edit would change, for its approval's diff: in
+// copy mode the sandbox's copy of it.
 func (a *App) preview(p string) (string, bool, string) {
+	if pv, ok := a.sess.(previewer); ok && pv.CopyMode() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		content, exists, problem, err := pv.PreviewFile(ctx, p)
+		if err != nil {
+			return "", false, "cannot read the sandbox's copy: " + err.Error()
+		}
+		return content, exists, problem
+	}
 	return confine.ReadPreview(a.root, a.opts.Workspace, p)
+}
+
+// previewer reads the files of the sandbox's copy (copy mode).
+type previewer interface {
+	CopyMode() bool
+	PreviewFile(ctx context.Context, p string) (content string, exists bool, problem string, err error)
 }
 
 // AddNotices adds lines to the header (call before Run).

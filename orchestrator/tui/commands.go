@@ -42,6 +42,8 @@ func commands() []*command {
 		{name: "compact", summary: "replace the history with a model-written summary", run: (*Model).cmdCompact},
 		{name: "undo", args: "[n]", summary: "take back the last (n) turns: files and conversation", offline: true, run: (*Model).cmdUndo},
 		{name: "diff", args: "[turn]", summary: "the files this session (or turn) changed", offline: true, run: (*Model).cmdDiff},
+		{name: "changes", summary: "what the sandbox changed in its copy (copy mode)", offline: true, run: (*Model).cmdChanges},
+		{name: "apply", summary: "bring the sandbox's changes into the workspace (copy mode)", offline: true, run: (*Model).cmdApply},
 		{name: "todos", summary: "the task list", offline: true, run: (*Model).cmdTodos},
 		{name: "notes", summary: "what shiro remembers about this project", offline: true, run: (*Model).cmdNotes},
 		{name: "memory", summary: "merge the notes never recalled, with the model", run: (*Model).cmdMemory},

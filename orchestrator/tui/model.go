@@ -253,6 +253,11 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case compactedMsg:
 		m.compacted(msg)
 		return nil
+	case changesMsg:
+		return m.changesListed(msg)
+	case appliedMsg:
+		m.applied(msg)
+		return nil
 	case undoPlanMsg:
 		return m.undoPlanned(msg)
 	case undoneMsg:

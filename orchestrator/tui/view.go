@@ -271,7 +271,14 @@ func (m *Model) sandboxLines() []string {
 		if b.info.Container != "" {
 			line += " (container " + b.info.Container + ")"
 		}
-		return []string{m.st.header.Render(cut(line, w))}
+		out := []string{m.st.header.Render(cut(line, w))}
+		if e := b.info.Engine; e != "" && !strings.HasPrefix(e, "unix://") {
+			out = append(out, m.st.header.Render(cut("engine: "+b.info.Engine, w)))
+		}
+		if b.info.Copy {
+			out = append(out, m.st.warn.Render(cut("workspace: a copy in the sandbox - your files change only with /apply (/changes shows what waits)", w)))
+		}
+		return out
 	}
 	return []string{
 		m.st.errText.Render(ansi.Wrap("sandbox: failed - "+clean(b.err), w, "")),

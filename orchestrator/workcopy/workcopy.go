@@ -710,7 +710,11 @@ func (ch Changes) Stat() string {
 		}
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%d files changed", len(ch.Files))
+	if len(ch.Files) == 1 {
+		b.WriteString("1 file changed")
+	} else {
+		fmt.Fprintf(&b, "%d files changed", len(ch.Files))
+	}
 	var parts []string
 	for _, x := range []struct {
 		n    int
