@@ -60,4 +60,3 @@ func ReadPreview(root *os.Root, workspace, p string) (content string, exists boo
 	}
 	return string(data), true, ""
 }
-
