@@ -63,19 +63,25 @@ type sessionCopy struct {
 	// tools runs file tools on the copy through the session's (lazy)
 	// sandbox.
 	tools *copymode.Remote
+	// auto: copy mode was not asked for but follows from where the
+	// sandbox runs (said when it opens).
+	auto bool
 
 	mu      sync.Mutex
 	copy    *workcopy.Copy // once the sandbox has opened
 	notices []string       // from opening, for the next turn
+	// notify, during a turn, tells the turn's listener at once.
+	notify func(string)
 }
 
 // newSessionCopy readies copy mode for a session; the copy itself is made
 // (or brought in step) when the sandbox opens.
-func newSessionCopy(dataDir, ws, backend string, root *os.Root, cp *checkpoints, lazy *Lazy) (*sessionCopy, error) {
+func newSessionCopy(dataDir string, sc SandboxConfig, root *os.Root, cp *checkpoints, lazy *Lazy) (*sessionCopy, error) {
 	if dataDir == "" {
 		return nil, errors.New("copy mode needs shiro's data directory (it keeps the workspace's states there)")
 	}
-	c := &sessionCopy{ws: ws, root: root, stateFile: copyStateFile(dataDir, ws, backend)}
+	ws := sc.Workspace
+	c := &sessionCopy{ws: ws, root: root, stateFile: copyStateFile(dataDir, ws, sc.Backend), auto: sc.WorkspaceMode == ""}
 	if cp != nil {
 		c.store = cp.store
 	} else {
@@ -117,9 +123,25 @@ func (c *sessionCopy) opened(ctx context.Context, sb sandbox.Sandbox) error {
 	if err != nil {
 		return fmt.Errorf("copy the workspace into the sandbox: %w", err)
 	}
+	if c.auto {
+		where := "the Docker engine at " + info.Engine
+		if info.Kind == sandbox.BackendKubernetes {
+			where = "the Kubernetes cluster " + info.Engine
+		}
+		notices = append([]string{where + " is not on this machine: the sandbox works on a copy of the workspace, and your files change only when you apply its changes (/apply, or --apply with -p)"}, notices...)
+	}
 	c.mu.Lock()
-	c.copy, c.notices = cp, append(c.notices, notices...)
+	c.copy = cp
+	notify := c.notify
+	if notify == nil {
+		c.notices = append(c.notices, notices...)
+	}
 	c.mu.Unlock()
+	for _, n := range notices {
+		if notify != nil {
+			notify(n)
+		}
+	}
 	return nil
 }
 
@@ -131,11 +153,12 @@ func (c *sessionCopy) current() *workcopy.Copy {
 }
 
 // beforeTurn carries the user's edits into the copy (when the sandbox is
-// open; it copies the latest when it opens) and returns what to tell.
-func (c *sessionCopy) beforeTurn(ctx context.Context) []string {
+// open; it copies the latest when it opens) and returns what to tell;
+// until afterTurn, what opening the sandbox says goes to notify.
+func (c *sessionCopy) beforeTurn(ctx context.Context, notify func(string)) []string {
 	c.mu.Lock()
 	notices, cp := c.notices, c.copy
-	c.notices = nil
+	c.notices, c.notify = nil, notify
 	c.mu.Unlock()
 	if cp == nil {
 		return notices
@@ -154,6 +177,13 @@ func (c *sessionCopy) rebase(ctx context.Context, applied map[string]bool, done 
 		return cp.Rebase(ctx, undoneApplies(applied, done))
 	}
 	return rebaseApplies(ctx, c.store, c.root, applied, done, []string{c.stateFile})
+}
+
+// afterTurn ends what beforeTurn began.
+func (c *sessionCopy) afterTurn() {
+	c.mu.Lock()
+	c.notify = nil
+	c.mu.Unlock()
 }
 
 func (c *sessionCopy) close() error {
@@ -317,7 +347,7 @@ func NewToolRunner(sc SandboxConfig, dataDir string, root *os.Root, output func(
 	r := &ToolRunner{lazy: NewLazy(sc)}
 	r.env = &tools.Env{Workspace: sc.Workspace, Root: root, Sandbox: r.lazy, GoGit: sc.NoSandbox, OpenGit: gitrepo.Opener, Output: output}
 	if sc.CopyMode() {
-		c, err := newSessionCopy(dataDir, sc.Workspace, sc.Backend, root, nil, r.lazy)
+		c, err := newSessionCopy(dataDir, sc, root, nil, r.lazy)
 		if err != nil {
 			return nil, err
 		}

@@ -180,7 +180,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		}
 	}
 	if sc.CopyMode() {
-		if s.copy, err = newSessionCopy(opts.DataDir, opts.Workspace, sc.Backend, root, s.cp, s.sandbox); err != nil {
+		if s.copy, err = newSessionCopy(opts.DataDir, sc, root, s.cp, s.sandbox); err != nil {
 			if s.cp != nil {
 				s.cp.store.Close()
 			}
@@ -499,9 +499,11 @@ func (s *Session) Workspace() string { return s.ws }
 func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
 	s.awaitMCP(ctx, emit)
 	if s.copy != nil {
-		for _, n := range s.copy.beforeTurn(ctx) {
-			emit(agent.Event{Type: agent.EventNotice, Text: n})
+		notice := func(n string) { emit(agent.Event{Type: agent.EventNotice, Text: n}) }
+		for _, n := range s.copy.beforeTurn(ctx, notice) {
+			notice(n)
 		}
+		defer s.copy.afterTurn()
 	}
 	if s.cp != nil && mayChange(s.offered()) {
 		s.cp.begin(ctx, len(s.agent.Messages()), prompt)

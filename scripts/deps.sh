@@ -11,6 +11,7 @@ check tmux tmux
 check busybox busybox-static
 check pgrep procps
 check curl curl
+check sshd openssh-server
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -22,6 +22,8 @@ type Engine struct {
 	// container code makes (a fake in unit tests).
 	ctr  containerAPI
 	host string
+	// context is the docker context the engine came from ("" for none).
+	context string
 	// stateDir holds shiro's sandbox state on the host: the owner key and
 	// the per-workspace session markers.
 	stateDir string
@@ -59,15 +61,26 @@ func Connect(ctx context.Context, opts ...ConnectOption) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	api, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	ep, err := resolveEndpoint()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrEngineUnreachable, err)
 	}
-	e := &Engine{api: api, ctr: api, host: api.DaemonHost(), stateDir: o.stateDir, ownerKey: key, reg: registry{dir: filepath.Join(o.stateDir, "owned")}}
+	copts, lastError, err := ep.clientOptions()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrEngineUnreachable, err)
+	}
+	api, err := client.New(copts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrEngineUnreachable, err)
+	}
+	e := &Engine{api: api, ctr: api, host: ep.address(), context: ep.Context, stateDir: o.stateDir, ownerKey: key, reg: registry{dir: filepath.Join(o.stateDir, "owned")}}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		api.Close()
+		if why := lastError(); why != "" {
+			err = fmt.Errorf("%w (%s)", err, why)
+		}
 		return nil, &UnreachableError{Host: e.host, Err: err}
 	}
 	return e, nil
@@ -81,11 +94,16 @@ func (e *Engine) API() *client.Client { return e.api }
 func (e *Engine) Host() string { return e.host }
 
 // DefaultIsLocal reports whether the engine Connect would reach runs on
-// this machine (see Engine.Local), without reaching it.
+// this machine (see Engine.Local), without reaching it. An endpoint that
+// cannot be resolved counts as local: Connect will say what is wrong.
 func DefaultIsLocal() bool {
-	h := os.Getenv("DOCKER_HOST")
-	return h == "" || strings.HasPrefix(h, "unix://")
+	ep, err := resolveEndpoint()
+	return err != nil || ep.local()
 }
+
+// Context is the docker context the engine came from ("" when DOCKER_HOST
+// or the default socket chose it).
+func (e *Engine) Context() string { return e.context }
 
 // Local reports whether the engine runs on this machine (a unix:// host)
 // and can therefore bind-mount its directories. An engine reached over
@@ -106,7 +124,7 @@ func (e *UnreachableError) Error() string {
 	if dh == "" {
 		dh = "unset, so " + e.Host
 	}
-	return fmt.Sprintf("cannot reach the Docker engine (DOCKER_HOST=%s): %v. Start Docker or point DOCKER_HOST at a running engine, or run with --no-sandbox to use the host instead.", dh, e.Err)
+	return fmt.Sprintf("cannot reach the Docker engine (DOCKER_HOST=%s): %v. Start Docker or point DOCKER_HOST (or a docker context) at a running engine, or run with --no-sandbox to use the host instead.", dh, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() []error { return []error{ErrEngineUnreachable, e.Err} }
