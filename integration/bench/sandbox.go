@@ -113,7 +113,7 @@ func sandboxBench(ctx context.Context, r *report) error {
 
 // openSandbox opens a sandbox for ws on the built-in image with the
 // helper $SHIRO_BIN; done closes it and removes its container.
-func openSandbox(ctx context.Context, ws string) (*docker.Engine, *docker.Sandbox, func(), error) {
+func openSandbox(ctx context.Context, ws string, mutate ...func(*docker.Options)) (*docker.Engine, *docker.Sandbox, func(), error) {
 	bin := os.Getenv("SHIRO_BIN")
 	if bin == "" {
 		return nil, nil, nil, errors.New("SHIRO_BIN must name a static shiro binary (make bench sets it)")
@@ -122,7 +122,11 @@ func openSandbox(ctx context.Context, ws string) (*docker.Engine, *docker.Sandbo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	sb, err := eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Workspace: ws, HelperBinary: bin + "-helper"})
+	opts := docker.Options{Workspace: ws, HelperBinary: bin + "-helper"}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	sb, err := eng.Open(ctx, docker.Reference(images.Tag()), opts)
 	if err != nil {
 		removeContainers(eng.API(), ws)
 		eng.Close()
@@ -257,6 +261,13 @@ func removeContainers(api *client.Client, ws string) {
 		return
 	}
 	for _, c := range res.Items {
-		_, _ = api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+		_, _ = api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	}
+	vols, err := api.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("label", docker.LabelWorkspace+"="+ws)})
+	if err != nil {
+		return
+	}
+	for _, v := range vols.Items {
+		_, _ = api.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
 	}
 }

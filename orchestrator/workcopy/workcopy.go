@@ -120,6 +120,7 @@ func (c *Copy) copyIn(ctx context.Context) ([]string, error) {
 		large = append(large, p)
 	}
 	sort.Strings(large)
+	hidden := c.unlistedIgnoreFiles(files)
 	err = c.opts.Remote.Unpack(ctx, func(tw *tar.Writer) error {
 		for _, f := range files {
 			data, err := c.opts.Store.Blob(f.Hash)
@@ -130,7 +131,7 @@ func (c *Copy) copyIn(ctx context.Context) ([]string, error) {
 				return err
 			}
 		}
-		for _, p := range large {
+		for _, p := range append(large, hidden...) {
 			if err := c.packHostFile(tw, p); err != nil {
 				return err
 			}
@@ -149,6 +150,37 @@ func (c *Copy) copyIn(ctx context.Context) ([]string, error) {
 			len(large), c.opts.MaxFileSize>>20, strings.Join(clipList(large, 5), ", ")))
 	}
 	return notices, nil
+}
+
+// unlistedIgnoreFiles are the ignore files the walker read but does not
+// list (a .gitignore that a rule ignores still holds rules, as in git):
+// the copy needs them to list the same files.
+func (c *Copy) unlistedIgnoreFiles(files []checkpoint.TreeFile) []string {
+	listed := make(map[string]bool, len(files))
+	dirs := map[string]bool{".": true}
+	for _, f := range files {
+		listed[f.Path] = true
+		for d := path.Dir(f.Path); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	var out []string
+	for d := range dirs {
+		for _, name := range []string{".gitignore", ".shiroignore"} {
+			p := name
+			if d != "." {
+				p = d + "/" + name
+			}
+			if listed[p] {
+				continue
+			}
+			if fi, err := c.opts.Root.Lstat(p); err == nil && fi.Mode().IsRegular() {
+				out = append(out, p)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // writeEntry adds a file (or symlink) to a tar for the sandbox.

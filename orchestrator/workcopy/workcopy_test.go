@@ -170,6 +170,33 @@ func TestTheCopyIsMadeOnceAndKeptInStep(t *testing.T) {
 	}
 }
 
+// TestTheCopyListsWhatTheWorkspaceLists: an ignore file a rule ignores
+// is not listed but still holds rules (a negation); the copy gets it, so
+// that its walker lists the same files.
+func TestTheCopyListsWhatTheWorkspaceLists(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	write(t, fx.ws, map[string]string{
+		".gitignore":      ".*\n!/.gitignore\n*.txt\n",
+		"keep/.gitignore": "!kept.txt\n",
+		"keep/kept.txt":   "kept\n",
+		"keep/other.txt":  "ignored\n",
+	})
+	fx.open(t)
+	entries, err := fx.remote.Manifest(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Path)
+	}
+	sort.Strings(got)
+	if want := []string{".gitignore", "keep/kept.txt"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("the copy lists %v, want %v", got, want)
+	}
+}
+
 func equal(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false

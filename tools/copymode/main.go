@@ -283,8 +283,13 @@ func packFile(tw *tar.Writer, root *os.Root, name string) error {
 }
 
 // unpack writes the tar's regular files (atomically: a temporary file
-// renamed over the old one), symlinks and directories into the copy.
+// renamed over the old one), symlinks and directories into the copy. Each
+// directory is opened once (through root, so never outside the copy) and
+// its entries are written by name inside it: resolving every path from
+// the top would cost a system call per level per file.
 func unpack(root *os.Root, r io.Reader) error {
+	dirs := newDirCache(root)
+	defer dirs.close()
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -300,11 +305,11 @@ func unpack(root *os.Root, r io.Reader) error {
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			err = root.MkdirAll(name, 0o755)
+			_, err = dirs.get(name)
 		case tar.TypeReg:
-			err = writeFile(root, name, fs.FileMode(h.Mode).Perm(), tr)
+			err = writeFile(dirs, name, fs.FileMode(h.Mode).Perm(), tr)
 		case tar.TypeSymlink:
-			err = writeSymlink(root, name, h.Linkname)
+			err = writeSymlink(dirs, name, h.Linkname)
 		default:
 			err = fmt.Errorf("%s: unsupported entry type %q", name, h.Typeflag)
 		}
@@ -314,19 +319,78 @@ func unpack(root *os.Root, r io.Reader) error {
 	}
 }
 
-func writeFile(root *os.Root, name string, perm fs.FileMode, r io.Reader) (err error) {
-	if err := makeParent(root, name); err != nil {
+// dirCache holds the copy's directories opened so far.
+type dirCache struct {
+	root *os.Root
+	open map[string]*os.Root
+}
+
+func newDirCache(root *os.Root) *dirCache {
+	return &dirCache{root: root, open: map[string]*os.Root{".": root}}
+}
+
+func (c *dirCache) close() {
+	for d, r := range c.open {
+		if d != "." {
+			r.Close()
+		}
+	}
+}
+
+// get opens dir, making it (and what it needs above it) when it is
+// missing; a file or symlink where a directory must be is replaced.
+func (c *dirCache) get(dir string) (*os.Root, error) {
+	if r, ok := c.open[dir]; ok {
+		return r, nil
+	}
+	parent, err := c.get(path.Dir(dir))
+	if err != nil {
+		return nil, err
+	}
+	base := path.Base(dir)
+	r, err := parent.OpenRoot(base)
+	if err != nil {
+		if fi, lerr := parent.Lstat(base); lerr == nil && !fi.IsDir() {
+			if err := parent.Remove(base); err != nil {
+				return nil, err
+			}
+		}
+		if err := parent.Mkdir(base, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		if r, err = parent.OpenRoot(base); err != nil {
+			return nil, err
+		}
+	}
+	c.open[dir] = r
+	return r, nil
+}
+
+// forget drops dir and what is below it (it was removed or replaced).
+func (c *dirCache) forget(dir string) {
+	for d, r := range c.open {
+		if d == dir || strings.HasPrefix(d, dir+"/") {
+			r.Close()
+			delete(c.open, d)
+		}
+	}
+}
+
+func writeFile(dirs *dirCache, name string, perm fs.FileMode, r io.Reader) (err error) {
+	dir, err := dirs.get(path.Dir(name))
+	if err != nil {
 		return err
 	}
-	tmp := tempName(name)
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	base := path.Base(name)
+	tmp := tempName(base)
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
 			f.Close()
-			root.Remove(tmp)
+			dir.Remove(tmp)
 		}
 	}()
 	if _, err := io.Copy(f, r); err != nil {
@@ -338,63 +402,50 @@ func writeFile(root *os.Root, name string, perm fs.FileMode, r io.Reader) (err e
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
-		if err := root.RemoveAll(name); err != nil {
-			return err
-		}
-	}
-	return root.Rename(tmp, name)
+	return replace(dirs, dir, tmp, name)
 }
 
-func writeSymlink(root *os.Root, name, target string) error {
-	if err := makeParent(root, name); err != nil {
+func writeSymlink(dirs *dirCache, name, target string) error {
+	dir, err := dirs.get(path.Dir(name))
+	if err != nil {
 		return err
 	}
-	tmp := tempName(name)
-	if err := root.Symlink(target, tmp); err != nil {
+	tmp := tempName(path.Base(name))
+	_ = dir.Remove(tmp)
+	if err := dir.Symlink(target, tmp); err != nil {
 		return err
 	}
-	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
-		if err := root.RemoveAll(name); err != nil {
-			root.Remove(tmp)
-			return err
-		}
-	}
-	if err := root.Rename(tmp, name); err != nil {
-		root.Remove(tmp)
+	if err := replace(dirs, dir, tmp, name); err != nil {
+		dir.Remove(tmp)
 		return err
 	}
 	return nil
 }
 
-// makeParent makes name's directory, replacing a file or symlink that
-// stands where a directory must be.
-func makeParent(root *os.Root, name string) error {
-	dir := path.Dir(name)
-	if dir == "." {
-		return nil
-	}
-	err := root.MkdirAll(dir, 0o755)
+// replace renames tmp over name's entry in dir; a directory standing
+// there goes first.
+func replace(dirs *dirCache, dir *os.Root, tmp, name string) error {
+	base := path.Base(name)
+	err := dir.Rename(tmp, base)
 	if err == nil {
 		return nil
 	}
-	// Walk down: the first element that is not a directory goes.
-	parts := strings.Split(dir, "/")
-	for i := range parts {
-		p := strings.Join(parts[:i+1], "/")
-		fi, lerr := root.Lstat(p)
-		if lerr == nil && !fi.IsDir() {
-			if rerr := root.Remove(p); rerr != nil {
-				return rerr
-			}
-			break
-		}
+	fi, lerr := dir.Lstat(base)
+	if lerr != nil || !fi.IsDir() {
+		return err
 	}
-	return root.MkdirAll(dir, 0o755)
+	dirs.forget(name)
+	if err := dir.RemoveAll(base); err != nil {
+		return err
+	}
+	return dir.Rename(tmp, base)
 }
 
-func tempName(name string) string {
-	return path.Join(path.Dir(name), "."+path.Base(name)+".shiro-copy-tmp")
+func tempName(base string) string {
+	if len(base) > 200 { // the name must stay a name (NAME_MAX is 255)
+		base = base[:200]
+	}
+	return "." + base + ".shiro-copy-tmp"
 }
 
 // remove removes names (a file, a symlink, or a directory left empty),

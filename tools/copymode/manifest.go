@@ -2,6 +2,7 @@ package copymode
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -155,33 +157,48 @@ func loadCache(name string) *hashCache {
 	if name == "" {
 		return c
 	}
-	f, err := os.Open(name)
+	data, err := os.ReadFile(name)
 	if err != nil {
 		return c
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
-	for {
-		rec, err := br.ReadString(0)
-		if err != nil {
-			return c
+	for len(data) > 0 {
+		nl := bytes.IndexByte(data, '\n')
+		end := bytes.IndexByte(data, 0)
+		if nl < 0 || end < nl {
+			return &hashCache{entries: map[string]cached{}} // damaged: start over
+		}
+		f := bytes.Fields(data[:nl])
+		p := string(data[nl+1 : end])
+		data = data[end+1:]
+		if len(f) != 6 || len(f[5]) != 40 || p == "" {
+			return &hashCache{entries: map[string]cached{}}
 		}
 		var k statKey
-		var mode uint32
-		var h, p string
-		n, _ := fmt.Sscanf(strings.TrimSuffix(rec, "\x00"), "%d %d %d %d %o %s", &k.Size, &k.MTime, &k.CTime, &k.Ino, &mode, &h)
-		if n != 6 {
+		var ok [5]bool
+		var ino uint64
+		k.Size, ok[0] = parseInt(f[0])
+		k.MTime, ok[1] = parseInt(f[1])
+		k.CTime, ok[2] = parseInt(f[2])
+		ino, ok[3] = parseUint(f[3], 10)
+		mode, mok := parseUint(f[4], 8)
+		ok[4] = mok
+		if ok != [5]bool{true, true, true, true, true} {
 			return &hashCache{entries: map[string]cached{}}
 		}
-		k.Mode = fs.FileMode(mode)
-		if i := strings.IndexByte(rec, '\n'); i >= 0 {
-			p = strings.TrimSuffix(rec[i+1:], "\x00")
-		}
-		if p == "" {
-			return &hashCache{entries: map[string]cached{}}
-		}
-		c.entries[p] = cached{key: k, hash: h}
+		k.Ino, k.Mode = ino, fs.FileMode(mode)
+		c.entries[p] = cached{key: k, hash: string(f[5])}
 	}
+	return c
+}
+
+func parseInt(b []byte) (int64, bool) {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	return v, err == nil
+}
+
+func parseUint(b []byte, base int) (uint64, bool) {
+	v, err := strconv.ParseUint(string(b), base, 64)
+	return v, err == nil
 }
 
 // save writes the cache: "SIZE MTIME CTIME INO MODE HASH\nPATH\x00" per
@@ -193,26 +210,30 @@ func (c *hashCache) save(name string, entries []Entry, keys []statKey, start tim
 	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 		return err
 	}
-	tmp := name + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 64<<10)
 	racy := start.Add(-racyWindow).UnixNano()
+	buf := make([]byte, 0, len(entries)*96)
 	for i, e := range entries {
 		k := keys[i]
-		if k.CTime >= racy || k.MTime >= racy {
+		if e.Hash == "" || k.CTime >= racy || k.MTime >= racy {
 			continue
 		}
-		fmt.Fprintf(bw, "%d %d %d %d %o %s\n%s\x00", k.Size, k.MTime, k.CTime, k.Ino, uint32(k.Mode), e.Hash, e.Path)
+		buf = strconv.AppendInt(buf, k.Size, 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, k.MTime, 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, k.CTime, 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendUint(buf, k.Ino, 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendUint(buf, uint64(k.Mode), 8)
+		buf = append(buf, ' ')
+		buf = append(buf, e.Hash...)
+		buf = append(buf, '\n')
+		buf = append(buf, e.Path...)
+		buf = append(buf, 0)
 	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, buf, 0o600); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -284,20 +305,25 @@ func writeManifest(ctx context.Context, root *os.Root, only []string, onlyMode b
 }
 
 // hashMissing fills the hashes the cache did not have, on a few
-// goroutines joined before it returns. A file that vanished meanwhile is
-// left without a hash.
+// goroutines joined before it returns, a directory at a time (each opened
+// once). A file that vanished meanwhile is left without a hash.
 func hashMissing(ctx context.Context, root *os.Root, entries []Entry) error {
-	var todo []int
+	var groups [][]int // indices of entries, by directory, in walk order
+	last := ""
 	for i, e := range entries {
-		if e.Hash == "" {
-			todo = append(todo, i)
+		if e.Hash != "" {
+			continue
 		}
+		if d := path.Dir(e.Path); d != last || len(groups) == 0 {
+			groups, last = append(groups, nil), d
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], i)
 	}
-	if len(todo) == 0 {
+	if len(groups) == 0 {
 		return nil
 	}
-	workers := min(max(runtime.NumCPU(), 2), 8, len(todo))
-	next := make(chan int)
+	workers := min(max(runtime.NumCPU(), 2), 8, len(groups))
+	next := make(chan []int)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -306,24 +332,18 @@ func hashMissing(ctx context.Context, root *os.Root, entries []Entry) error {
 			defer wg.Done()
 			h := sha1.New()
 			buf := make([]byte, 64<<10)
-			for i := range next {
-				if errs[w] != nil {
-					continue
+			for group := range next {
+				if errs[w] == nil {
+					errs[w] = hashDir(root, entries, group, h, buf)
 				}
-				sum, err := hashEntry(root, entries[i], h, buf)
-				if err != nil {
-					errs[w] = err
-					continue
-				}
-				entries[i].Hash = sum
 			}
 		}()
 	}
-	for _, i := range todo {
+	for _, g := range groups {
 		if ctx.Err() != nil {
 			break
 		}
-		next <- i
+		next <- g
 	}
 	close(next)
 	wg.Wait()
@@ -333,16 +353,34 @@ func hashMissing(ctx context.Context, root *os.Root, entries []Entry) error {
 	return errors.Join(errs...)
 }
 
-// hashEntry is the blob hash of e's content ("" when it is gone).
-func hashEntry(root *os.Root, e Entry, h hash.Hash, buf []byte) (string, error) {
-	if e.Mode&fs.ModeSymlink != 0 {
-		target, err := root.Readlink(e.Path)
+// hashDir hashes the entries of group, which share a directory.
+func hashDir(root *os.Root, entries []Entry, group []int, h hash.Hash, buf []byte) error {
+	dir, err := root.OpenRoot(path.Dir(entries[group[0]].Path))
+	if err != nil {
+		return gone(err)
+	}
+	defer dir.Close()
+	for _, i := range group {
+		sum, err := hashEntry(dir, path.Base(entries[i].Path), entries[i].Mode, h, buf)
+		if err != nil {
+			return err
+		}
+		entries[i].Hash = sum
+	}
+	return nil
+}
+
+// hashEntry is the blob hash of the content of name in dir ("" when it
+// is gone).
+func hashEntry(dir *os.Root, name string, mode fs.FileMode, h hash.Hash, buf []byte) (string, error) {
+	if mode&fs.ModeSymlink != 0 {
+		target, err := dir.Readlink(name)
 		if err != nil {
 			return "", gone(err)
 		}
 		return BlobHash([]byte(target)), nil
 	}
-	f, err := confine.OpenRegular(root, e.Path)
+	f, err := confine.OpenRegular(dir, name)
 	if err != nil {
 		if errors.Is(err, confine.ErrNotRegular) {
 			return "", nil

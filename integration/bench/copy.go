@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/shiroagent/shiro/internal/treegen"
+	"github.com/shiroagent/shiro/orchestrator/checkpoint"
+	"github.com/shiroagent/shiro/orchestrator/workcopy"
+	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/docker"
+	"github.com/shiroagent/shiro/tools"
+	"github.com/shiroagent/shiro/tools/copymode"
+)
+
+// copyBench measures copy mode on the local engine (issue 18): copying
+// the generated tree into a sandbox's volume, and bringing 100 files the
+// sandbox changed back (listing its changes, fetching them, applying
+// them to the workspace).
+func copyBench(ctx context.Context, r *report) error {
+	dir, err := os.MkdirTemp("", "shiro-bench-copy-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		return err
+	}
+	if err := treegen.Generate(ws, 100_000, 1); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	var files []string
+	if err := tools.Walk(ctx, root, tools.WalkOptions{}, func(p string, mode fs.FileMode) error {
+		if base := filepath.Base(p); mode.IsRegular() && base != ".gitignore" && base != ".shiroignore" && !strings.ContainsAny(p, " '\\\"$`") {
+			files = append(files, p)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	st, err := checkpoint.Open(filepath.Join(dir, "store"), root, checkpoint.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_, sb, done, err := openSandbox(ctx, ws, func(o *docker.Options) { o.WorkspaceMode = sandbox.WorkspaceCopy })
+	if err != nil {
+		return err
+	}
+	defer done()
+	r.section(fmt.Sprintf("copy mode on the generated tree (%d files listed; issue 18)", len(files)))
+	info := sb.Info()
+	remote := &copymode.Remote{Sandbox: sb, Helper: func(context.Context) (string, error) { return info.Helper, nil }, Workspace: ws, Cache: copymode.AutoCache}
+	scan, err := timeN(1, func() error { _, err := st.Current(ctx); return err })
+	if err != nil {
+		return err
+	}
+	var cp *workcopy.Copy
+	in, err := timeN(1, func() error {
+		var err error
+		cp, _, err = workcopy.Open(ctx, workcopy.Options{Remote: remote, Store: st, Root: root, StateFile: filepath.Join(dir, "copy.json")})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r.add("first scan of the workspace (every file hashed and stored)", ms(scan[0]), "", true)
+	r.add("copy-in of the tree into the sandbox's volume (after that scan)", ms(in[0]), "", true)
+	// The manifest's first run hashes the copy; later ones read its cache.
+	if _, err := remote.Manifest(ctx, nil); err != nil {
+		return err
+	}
+	time.Sleep(2100 * time.Millisecond) // past the cache's racy window
+	if _, err := remote.Manifest(ctx, nil); err != nil {
+		return err
+	}
+	manifest, err := timeN(5, func() error { _, err := remote.Manifest(ctx, nil); return err })
+	if err != nil {
+		return err
+	}
+	r.add("manifest of the copy (cached hashes), median of 5", ms(median(manifest)), "", true)
+
+	var syncs []time.Duration
+	for round := range 3 {
+		var script strings.Builder
+		for i := range 100 {
+			fmt.Fprintf(&script, "echo 'round %d' >> '%s'\n", round, files[(round*100+i*7)%len(files)])
+		}
+		res, err := sb.Run(ctx, sandbox.Command{Shell: script.String(), Dir: ws})
+		if err != nil || res.ExitCode != 0 {
+			return fmt.Errorf("change 100 files in the sandbox: exit %d, %v", res.ExitCode, err)
+		}
+		start := time.Now()
+		ch, err := cp.Changes(ctx)
+		if err != nil {
+			return err
+		}
+		applied, err := cp.Apply(ctx, ch, nil, checkpoint.Meta{Session: "bench", Turn: round + 1})
+		if err != nil {
+			return err
+		}
+		syncs = append(syncs, time.Since(start))
+		if len(applied.Files) != 100 {
+			var names []string
+			for _, f := range applied.Files {
+				names = append(names, string(f.Action)+" "+f.Path)
+			}
+			return fmt.Errorf("round %d applied %d files, want 100 (skipped %v): %v", round, len(applied.Files), applied.Skipped, names)
+		}
+	}
+	s := median(syncs)
+	r.add("sync-back of 100 changed files (list, fetch, apply), median of 3", ms(s), "<= 1000 ms", s <= time.Second)
+	return nil
+}
