@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/owner"
 )
 
 // Labels put on everything shiro creates (and LabelOwner, owner.go).
@@ -244,10 +245,7 @@ func (s containerSpec) hash() string {
 func (s containerSpec) tmpSize() int64 { return s.Memory / 4 }
 
 // workspaceKey is a short stable hash of the workspace path.
-func workspaceKey(ws string) string {
-	sum := sha256.Sum256([]byte(ws))
-	return hex.EncodeToString(sum[:])[:10]
-}
+func workspaceKey(ws string) string { return owner.WorkspaceKey(ws) }
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
