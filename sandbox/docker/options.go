@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/helper"
 	"github.com/shiroagent/shiro/sandbox/owner"
 )
 
@@ -155,29 +156,10 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // HelperEnv names the environment variable that chooses the helper binary.
-const HelperEnv = "SHIRO_HELPER"
+const HelperEnv = helper.BinaryEnv
 
-// defaultHelper finds the helper to copy into containers: $SHIRO_HELPER,
-// else the small shiro-helper beside the running executable (make build
-// puts it there), else the executable itself, which carries the same
-// helper behind `shiro helper`.
-func defaultHelper() (string, error) {
-	if h := os.Getenv(HelperEnv); h != "" {
-		return h, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find the shiro binary to copy into the sandbox: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
-	}
-	beside := filepath.Join(filepath.Dir(exe), "shiro-helper")
-	if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() {
-		return beside, nil
-	}
-	return exe, nil
-}
+// defaultHelper finds the helper to copy into containers (helper.FindBinary).
+func defaultHelper() (string, error) { return helper.FindBinary() }
 
 // Validate reports options that cannot make a container.
 func (o Options) Validate() error {
