@@ -208,11 +208,13 @@ func (c *Cluster) ensurePolicy(ctx context.Context) error {
 }
 
 // deletePod deletes pod (by its uid: never a successor of the same name)
-// and waits until it is gone.
+// and waits until it is gone: with the pod's grace period, so that the
+// kubelet has stopped its containers by then (a pod deleted at once
+// leaves its processes running on the node for a while, still writing
+// the claim).
 func (c *Cluster) deletePod(ctx context.Context, pod *corev1.Pod) error {
 	err := c.cs.CoreV1().Pods(c.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: ptr(int64(0)),
-		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
+		Preconditions: &metav1.Preconditions{UID: &pod.UID},
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete pod %s: %w", pod.Name, err)
