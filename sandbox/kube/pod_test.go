@@ -156,10 +156,12 @@ func TestMismatchAcceptsOnlyWhatShiroMakes(t *testing.T) {
 		t.Fatalf("the planned pod itself: %s", why)
 	}
 	changes := map[string]func(*corev1.Pod){
-		"another owner":      func(q *corev1.Pod) { q.Labels[LabelOwner] = strings.Repeat("0", 32) },
-		"another name":       func(q *corev1.Pod) { q.Name += "-x" },
-		"privileged":         func(q *corev1.Pod) { q.Spec.Containers[0].SecurityContext.Privileged = ptr(true) },
-		"a capability added": func(q *corev1.Pod) { q.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"} },
+		"another owner": func(q *corev1.Pod) { q.Labels[LabelOwner] = strings.Repeat("0", 32) },
+		"another name":  func(q *corev1.Pod) { q.Name += "-x" },
+		"privileged":    func(q *corev1.Pod) { q.Spec.Containers[0].SecurityContext.Privileged = ptr(true) },
+		"a capability added": func(q *corev1.Pod) {
+			q.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+		},
 		"a host path": func(q *corev1.Pod) {
 			q.Spec.Volumes = append(q.Spec.Volumes, corev1.Volume{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
 		},
