@@ -43,6 +43,7 @@ func main() {
 		{"shape", shapeBench},
 		{"network", networkBench},
 		{"undo", undoBench},
+		{"kube", kubeBench},
 	} {
 		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape,
 		// SHIRO_BENCH=undo,git) runs only the sections named.

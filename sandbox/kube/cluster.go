@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/shiroagent/shiro/sandbox/owner"
 )
@@ -43,9 +46,17 @@ type ConnectOptions struct {
 	StateDir string
 }
 
+// quietOnce silences client-go's own logging (klog, to stderr by default):
+// shiro's terminal is its user's, and what goes wrong comes back as errors.
+var quietOnce sync.Once
+
 // Connect resolves the kubeconfig as kubectl does and checks the API
 // server answers.
 func Connect(ctx context.Context, o ConnectOptions) (*Cluster, error) {
+	quietOnce.Do(func() {
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	})
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if o.Kubeconfig != "" {
 		rules.ExplicitPath = ""

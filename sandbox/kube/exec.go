@@ -108,9 +108,10 @@ func (s *stream) close(wait time.Duration) {
 	})
 }
 
-// run execs argv without stdin, discards its output and returns its exit
-// code.
-func (c *Cluster) run(ctx context.Context, pod string, argv []string) (int, error) {
+// Exec runs argv in a pod's sandbox container through a pods/exec of its
+// own (no session, no stdin), discards its output and returns its exit
+// code: a bare exec round trip.
+func (c *Cluster) Exec(ctx context.Context, pod string, argv []string) (int, error) {
 	ex, err := c.executor(pod, argv, false, true)
 	if err != nil {
 		return 0, err

@@ -340,3 +340,23 @@ func (c *Cluster) unusedChunks(ctx context.Context) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// RemoveClaims deletes this user's claims of a workspace (ws == "": of
+// every workspace) that no pod uses, and returns their names.
+func (c *Cluster) RemoveClaims(ctx context.Context, ws string) ([]string, error) {
+	claims, err := c.ownClaims(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	used, err := c.claimsInUse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, cl := range claims {
+		if !used[cl.Name] && cl.DeletionTimestamp == nil {
+			names = append(names, cl.Name)
+		}
+	}
+	return names, c.removeClaims(ctx, names...)
+}

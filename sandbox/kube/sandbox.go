@@ -221,7 +221,7 @@ func (s *Sandbox) forceKill(ctx context.Context, ch *channel) {
 		s.closeTunnel()
 	}
 	s.mu.Unlock()
-	code, err := s.c.run(ctx, pod, []string{helperPath, "helper", "kill", "--session", session})
+	code, err := s.c.Exec(ctx, pod, []string{helperPath, "helper", "kill", "--session", session})
 	if err != nil || code != 0 {
 		if p, gerr := s.c.getPod(ctx, pod); gerr == nil {
 			_ = s.c.deletePod(ctx, p)
