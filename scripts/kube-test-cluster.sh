@@ -278,7 +278,8 @@ start() { # NAME CMD...
 	local name=$1
 	shift
 	alive "$name" && return 0
-	setsid "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null &
+	# fd 9 is the lock up and down hold: the daemons must not inherit it.
+	setsid "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$RUN/$name.pid"
 }
 
@@ -406,6 +407,7 @@ up() {
 	touch "$RUN/leases/$(lease_pid)"
 	if alive kubelet && alive kube-apiserver && kubectl get --raw /readyz >/dev/null 2>&1; then
 		import_images
+		exec 9>&-
 		log "the cluster is up (shared); kubeconfig: $TEST_KUBECONFIG"
 		return 0
 	fi
@@ -459,6 +461,7 @@ up() {
 	start provisioner "$STATE/shiro-kube-provisioner" --kubeconfig "$ADMIN_KUBECONFIG" \
 		--class "$STORAGE_CLASS" --dir "$STATE/volumes" --node "$NODE"
 	setup_objects
+	exec 9>&-
 	log "the cluster is up in $((SECONDS - t0))s; kubeconfig: $TEST_KUBECONFIG"
 }
 
