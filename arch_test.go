@@ -55,6 +55,8 @@ var sdkHomes = map[string][]string{
 	"mvdan.cc/sh":                            {"agent/shellcmd"},
 	"github.com/elazarl/goproxy":             {"sandbox/egress"},
 	"github.com/hashicorp/yamux":             {"sandbox/helper"},
+	"k8s.io/":                                {"sandbox/kube", "integration"},
+	"sigs.k8s.io/":                           {"sandbox/kube", "integration"},
 }
 
 // forbidden lists, per package prefix, the project packages it may not import
@@ -103,6 +105,22 @@ func TestImportRules(t *testing.T) {
 				if under(target, bad) && !under(target, best) {
 					t.Errorf("%s imports %s: %s may not import %s", me, target, best, bad)
 				}
+			}
+		}
+	}
+}
+
+// TestTheHelperStaysSmall: the helper binary delivered into every sandbox
+// links no SDK of the host's (make bench checks its size).
+func TestTheHelperStaysSmall(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./cmd/shiro-helper").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, sdk := range []string{"k8s.io/", "sigs.k8s.io/", "github.com/moby/moby", "github.com/spf13/cobra", "github.com/charmbracelet"} {
+			if strings.HasPrefix(dep, sdk) {
+				t.Errorf("cmd/shiro-helper depends on %s", dep)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/sandbox/egress"
+	"github.com/shiroagent/shiro/sandbox/kube"
 	"github.com/shiroagent/shiro/sandbox/local"
 )
 
@@ -50,6 +52,9 @@ func OpenSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error
 		// On the host, commands see the host's environment anyway; --env
 		// entries are added on top.
 		return local.New(cfg.Workspace, local.WithEnv(append(os.Environ(), env...)))
+	}
+	if cfg.Backend == sandbox.BackendKubernetes {
+		return OpenKube(ctx, cfg)
 	}
 	eng, sb, err := OpenDocker(ctx, cfg)
 	if err != nil {
@@ -139,6 +144,39 @@ func OpenDockerImage(ctx context.Context, eng *docker.Engine, cfg SandboxConfig,
 		Version:   cfg.Version,
 		Progress:  cfg.Progress,
 	})
+}
+
+// OpenKube opens the workspace's pod session on the cluster of cfg's
+// kube context and namespace (the kubeconfig's current ones when empty).
+// The image is a reference the cluster has or can pull (the built-in
+// image's tag when empty); the workspace on the pod's claim starts empty
+// (the copy mode puts it there).
+func OpenKube(ctx context.Context, cfg SandboxConfig) (*kube.Sandbox, error) {
+	if err := cfg.CheckEnv(); err != nil {
+		return nil, err
+	}
+	if cfg.WorkspaceMode == sandbox.WorkspaceMount {
+		return nil, errors.New("the kubernetes backend cannot mount the workspace directory (--workspace mount): its pods hold a copy (--workspace copy)")
+	}
+	c, err := kube.Connect(ctx, kube.ConnectOptions{Context: cfg.KubeContext, Namespace: cfg.Namespace})
+	if err != nil {
+		return nil, err
+	}
+	opts := kube.Options{
+		Settings:  cfg.Settings,
+		Workspace: cfg.Workspace,
+		LookupEnv: cfg.LookupEnv,
+		Version:   cfg.Version,
+		Progress:  cfg.Progress,
+	}
+	if cfg.Network == "" || cfg.Network == sandbox.NetworkAsk {
+		p, err := newEgress(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts.Egress = p
+	}
+	return c.Open(ctx, opts)
 }
 
 // ownedEngine closes the engine connection with the session.

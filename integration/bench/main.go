@@ -44,6 +44,7 @@ func main() {
 		{"network", networkBench},
 		{"undo", undoBench},
 		{"copy", copyBench},
+		{"kube", kubeBench},
 	} {
 		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape,
 		// SHIRO_BENCH=undo,git) runs only the sections named.

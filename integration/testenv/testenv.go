@@ -179,3 +179,37 @@ func RequireRoot(t testing.TB) {
 	}
 	t.Skip("needs root to create a normal user and run shiro as it (make test in CI runs as root)")
 }
+
+// KubeconfigEnv names the kubeconfig of the test cluster; scripts/test.sh
+// (make test) sets it once scripts/kube-test-cluster.sh brought the
+// cluster up.
+const KubeconfigEnv = "SHIRO_TEST_KUBECONFIG"
+
+// RequireKube returns the test cluster's kubeconfig. Without one the test
+// is skipped on a developer's machine and fails under CI=true, where make
+// test always brings the cluster up.
+func RequireKube(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv(KubeconfigEnv)
+	if p == "" {
+		if InCI() {
+			t.Fatalf("CI=true and %s is not set: make test brings the test cluster up (scripts/kube-test-cluster.sh) and sets it", KubeconfigEnv)
+		}
+		t.Skipf("no test cluster: %s is not set (make test, or scripts/kube-test-cluster.sh up and %s=$(scripts/kube-test-cluster.sh kubeconfig))", KubeconfigEnv, KubeconfigEnv)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s=%s: %v", KubeconfigEnv, p, err)
+	}
+	return p
+}
+
+// SandboxUser is the uid:gid the Kubernetes tests run their pods as: the
+// caller's, or under root (CI) that of a normal user, 1001 (shirotest's
+// on the machines make test runs on), so the pod runs as non-root as it
+// does for every user.
+func SandboxUser() (uid, gid int) {
+	if os.Getuid() != 0 {
+		return os.Getuid(), os.Getgid()
+	}
+	return 1001, 1001
+}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -25,6 +24,8 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+
+	"github.com/shiroagent/shiro/sandbox/helper"
 )
 
 // helperFile is a static shiro binary to copy into containers.
@@ -44,15 +45,8 @@ func loadHelper(path string) (helperFile, error) {
 	if err != nil {
 		return helperFile{}, fmt.Errorf("helper binary: %w", err)
 	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return helperFile{}, fmt.Errorf("helper binary %s is not a Linux executable (build shiro for linux with CGO_ENABLED=0 and set SHIRO_HELPER): %w", path, err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return helperFile{}, fmt.Errorf("helper binary %s is dynamically linked; build it with CGO_ENABLED=0", path)
-		}
+	if err := helper.CheckStatic(path); err != nil {
+		return helperFile{}, err
 	}
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())))
 	return helperFile{path: path, key: hex.EncodeToString(sum[:])[:12], size: fi.Size()}, nil

@@ -12,7 +12,6 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -22,15 +21,11 @@ import (
 	"github.com/shiroagent/shiro/sandbox/helper"
 )
 
-// The sandbox's network modes.
+// The sandbox's network modes (sandbox.NetworkAsk and co.).
 const (
-	// NetworkAsk: no network of the container's own; every connection goes
-	// through the egress proxy on the host, host by host.
-	NetworkAsk = "ask"
-	// NetworkOpen: Docker's bridge network ("bridge" is another name).
-	NetworkOpen = "open"
-	// NetworkNone: no network at all.
-	NetworkNone = "none"
+	NetworkAsk  = sandbox.NetworkAsk
+	NetworkOpen = sandbox.NetworkOpen
+	NetworkNone = sandbox.NetworkNone
 )
 
 // networkMode is the Docker network mode of a sandbox network setting:
@@ -44,14 +39,7 @@ func networkMode(n string) string {
 
 // Egress serves the connections a sandbox in ask mode makes (the egress
 // proxy, sandbox/egress).
-type Egress interface {
-	// Serve answers proxy requests on l until l is closed.
-	Serve(l net.Listener) error
-	// Register names the tool call of a command: its proxy URL carries the
-	// token; release forgets it and returns the refusals the command's
-	// connections met, as notices for its result.
-	Register(c sandbox.Caller) (token string, release func() []string)
-}
+type Egress = sandbox.Egress
 
 // egressMount is where a local engine's container sees the directory of
 // its sessions' proxy sockets.
@@ -187,21 +175,10 @@ func (tu *tunnel) close() {
 	<-tu.served
 }
 
-// proxyEnv is the environment that points a command at the forwarder:
-// both spellings of each proxy variable, the token naming its tool call,
-// and the loopback and the container's own name kept direct.
+// proxyEnv is the environment that points a command at the forwarder
+// (sandbox.ProxyEnv).
 func proxyEnv(port int, token, hostname string) []string {
-	u := "http://shiro:" + token + "@127.0.0.1:" + strconv.Itoa(port)
-	direct := []string{"localhost", "127.0.0.1", "::1", "127.0.0.0/8"}
-	if hostname != "" {
-		direct = append(direct, hostname)
-	}
-	no := strings.Join(direct, ",")
-	var env []string
-	for _, kv := range [][2]string{{"HTTP_PROXY", u}, {"HTTPS_PROXY", u}, {"ALL_PROXY", u}, {"NO_PROXY", no}} {
-		env = append(env, kv[0]+"="+kv[1], strings.ToLower(kv[0])+"="+kv[1])
-	}
-	return env
+	return sandbox.ProxyEnv(port, token, hostname)
 }
 
 // containerHostname is the hostname Docker gives a container by default:
@@ -218,23 +195,12 @@ func containerHostname(id string) string {
 // intercepts (for credentials; its key never leaves the host).
 const trustDir = helperDir + "/ca"
 
-// systemBundles are where images keep their system's CA bundle.
-var systemBundles = []string{
-	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Alpine
-	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
-	"/etc/ssl/cert.pem",                  // Alpine, macOS-like layouts
-	"/etc/ssl/ca-bundle.pem",             // openSUSE
-}
-
-// trustVars are the variables the usual clients read their CA bundle from.
-var trustVars = []string{"SSL_CERT_FILE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
-
 // installTrust writes the CA's certificate and a bundle of the image's
 // system bundle and it under trustDir, owned like the helper (not by the
 // command user), and returns the environment that points clients at it.
 func (e *Engine) installTrust(ctx context.Context, id string, caPEM []byte, cmdUID int) ([]string, error) {
 	var system []byte
-	for _, p := range systemBundles {
+	for _, p := range sandbox.SystemBundles {
 		if b, err := e.readFile(ctx, id, p); err == nil && len(b) > 0 {
 			system = b
 			break
@@ -270,9 +236,5 @@ func (e *Engine) installTrust(ctx context.Context, id string, caPEM []byte, cmdU
 	if err != nil {
 		return nil, fmt.Errorf("put the sandbox CA's certificate into %s: %w", short(id), err)
 	}
-	env := make([]string, 0, len(trustVars))
-	for _, v := range trustVars {
-		env = append(env, v+"="+trustDir+"/bundle.pem")
-	}
-	return env, nil
+	return sandbox.TrustEnv(trustDir + "/bundle.pem"), nil
 }

@@ -43,16 +43,16 @@ const BaseImageArg = "SHIRO_BASE_IMAGE"
 
 // DevcontainerWord, as an image, means the workspace's
 // .devcontainer/devcontainer.json (or .devcontainer.json).
-const DevcontainerWord = "devcontainer"
+const DevcontainerWord = sandbox.DevcontainerWord
 
-// ImageKind says what an image setting names.
-type ImageKind string
+// ImageKind says what an image setting names (sandbox.ImageKind).
+type ImageKind = sandbox.ImageKind
 
 // The three forms of an image setting.
 const (
-	KindReference    ImageKind = "image"
-	KindDockerfile   ImageKind = "dockerfile"
-	KindDevcontainer ImageKind = "devcontainer"
+	KindReference    = sandbox.KindReference
+	KindDockerfile   = sandbox.KindDockerfile
+	KindDevcontainer = sandbox.KindDevcontainer
 )
 
 var (
@@ -276,30 +276,8 @@ func resolveDevcontainer(ctx context.Context, api resolveAPI, loc *locator, file
 }
 
 // ClassifyImage says what an image setting names, and the reference or
-// path. A path starts with /, ./, ../ or ~/, or its file name is a
-// Dockerfile's (Dockerfile, Dockerfile.*, *.Dockerfile, Containerfile) or
-// ends in .json; DevcontainerWord is the workspace's devcontainer.json;
-// anything else is an image reference.
-func ClassifyImage(spec string) (ImageKind, string) {
-	spec = strings.TrimSpace(spec)
-	if spec == DevcontainerWord {
-		return KindDevcontainer, spec
-	}
-	base := filepath.Base(spec)
-	switch {
-	case strings.HasSuffix(base, ".json"):
-		return KindDevcontainer, spec
-	case base == "Dockerfile", base == "Containerfile", strings.HasPrefix(base, "Dockerfile."),
-		strings.HasSuffix(base, ".Dockerfile"), strings.HasSuffix(base, ".dockerfile"), strings.HasPrefix(base, "Containerfile."):
-		return KindDockerfile, spec
-	}
-	for _, prefix := range []string{"/", "./", "../", "~/"} {
-		if strings.HasPrefix(spec, prefix) {
-			return KindDockerfile, spec
-		}
-	}
-	return KindReference, spec
-}
+// path (sandbox.ClassifyImage).
+func ClassifyImage(spec string) (ImageKind, string) { return sandbox.ClassifyImage(spec) }
 
 // ensureReference makes sure the engine has ref: present, or pulled with
 // progress. It reports whether it pulled.

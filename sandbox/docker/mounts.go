@@ -1,17 +1,15 @@
 package docker
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/moby/moby/api/types/mount"
-	"golang.org/x/sys/unix"
 
 	"github.com/shiroagent/shiro/sandbox/gitshadow"
+	"github.com/shiroagent/shiro/sandbox/owner"
 )
 
 // Paths inside the container. /.shiro and /.shiro/bin belong to root: the
@@ -34,26 +32,13 @@ const (
 	shadowSetupMount = helperDir + "/shadow"
 )
 
-// workspaceID names a workspace directory as an object, not only a path: a
-// repository removed and made again at the same path is a new directory
-// (another inode, another birth time) and gets a fresh HOME.
-func workspaceID(ws string) (string, error) {
-	var stx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, ws, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &stx); err != nil {
-		return "", fmt.Errorf("stat the workspace %s: %w", ws, err)
-	}
-	id := fmt.Sprintf("%d:%d:%d", unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino, stx.Btime.Sec)
-	if stx.Mask&unix.STATX_BTIME != 0 {
-		id += fmt.Sprintf(".%d", stx.Btime.Nsec)
-	}
-	return id, nil
-}
+// workspaceID names a workspace directory as an object, not only a path
+// (owner.WorkspaceID): a repository removed and made again at the same
+// path gets a fresh HOME.
+func workspaceID(ws string) (string, error) { return owner.WorkspaceID(ws) }
 
 // workspaceVolumeKey keys the volumes of one workspace directory.
-func workspaceVolumeKey(ws, id string) string {
-	sum := sha256.Sum256([]byte(ws + "\x00" + id))
-	return hex.EncodeToString(sum[:])[:12]
-}
+func workspaceVolumeKey(ws, id string) string { return owner.WorkspaceVolumeKey(ws, id) }
 
 // gitPlan is what the workspace's repositories need from the container.
 type gitPlan struct {

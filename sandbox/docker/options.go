@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/helper"
+	"github.com/shiroagent/shiro/sandbox/owner"
 )
 
 // Labels put on everything shiro creates (and LabelOwner, owner.go).
@@ -154,29 +156,10 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // HelperEnv names the environment variable that chooses the helper binary.
-const HelperEnv = "SHIRO_HELPER"
+const HelperEnv = helper.BinaryEnv
 
-// defaultHelper finds the helper to copy into containers: $SHIRO_HELPER,
-// else the small shiro-helper beside the running executable (make build
-// puts it there), else the executable itself, which carries the same
-// helper behind `shiro helper`.
-func defaultHelper() (string, error) {
-	if h := os.Getenv(HelperEnv); h != "" {
-		return h, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find the shiro binary to copy into the sandbox: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
-	}
-	beside := filepath.Join(filepath.Dir(exe), "shiro-helper")
-	if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() {
-		return beside, nil
-	}
-	return exe, nil
-}
+// defaultHelper finds the helper to copy into containers (helper.FindBinary).
+func defaultHelper() (string, error) { return helper.FindBinary() }
 
 // copyMode reports whether the container holds a copy of the workspace
 // (a volume at its path) rather than the directory itself.
@@ -258,10 +241,7 @@ func (s containerSpec) hash() string {
 func (s containerSpec) tmpSize() int64 { return s.Memory / 4 }
 
 // workspaceKey is a short stable hash of the workspace path.
-func workspaceKey(ws string) string {
-	sum := sha256.Sum256([]byte(ws))
-	return hex.EncodeToString(sum[:])[:10]
-}
+func workspaceKey(ws string) string { return owner.WorkspaceKey(ws) }
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 

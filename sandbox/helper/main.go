@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // command: init, serve, reap, kill and git, as
 //
 //	[helper] init  [--idle D] [--poll D]
-//	[helper] serve --session ID [--git-root DIR --git-layout JSON]
+//	[helper] serve --session ID [--git-root DIR --git-layout JSON] [--env-stdin]
 //	[helper] reap  [--session ID] [--oom-score-adj N]
 //	[helper] kill  --session ID | --marker M
 //	[helper] git   export|import|keep ...
@@ -76,6 +77,7 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		session := fs.String("session", "", "session id (prefix of every command's marker)")
 		gitRoot := fs.String("git-root", "", "the shadow git directory whose state to report after each command")
 		gitLayout := fs.String("git-layout", "", "the shadow's layout (JSON)")
+		envStdin := fs.Bool("env-stdin", false, "read NAME=value entries for the base environment from the first line of stdin (a JSON array), before the protocol")
 		if err := parse(); err != nil {
 			return err
 		}
@@ -84,6 +86,13 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		}
 		touchLastUsed()
 		opts := ServeOptions{SessionID: *session, Env: os.Environ(), OwnProcess: true}
+		if *envStdin {
+			extra, err := ReadEnvLine(stdin)
+			if err != nil {
+				return err
+			}
+			opts.Env = append(opts.Env, extra...)
+		}
 		if *gitRoot != "" {
 			var l gitshadow.Layout
 			if err := json.Unmarshal([]byte(*gitLayout), &l); err != nil {
@@ -129,6 +138,42 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		return Forward(ctx, stdin, stdout, *socket)
 	}
 	return usageError{fmt.Errorf("unknown command %q (want init, serve, reap, kill or git)", verb)}
+}
+
+// ReadEnvLine reads the line `serve --env-stdin` starts with: a JSON array
+// of NAME=value entries. It reads byte by byte, so nothing after the line
+// is consumed. Engines whose exec API has no environment of its own
+// (Kubernetes) pass the session's environment this way: it appears in
+// no API request, audit log or process list.
+func ReadEnvLine(r io.Reader) ([]string, error) {
+	var line []byte
+	var b [1]byte
+	for {
+		n, err := r.Read(b[:])
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			if len(line) >= 1<<20 {
+				return nil, errors.New("read the environment line: longer than 1 MiB")
+			}
+			line = append(line, b[0])
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the environment line: %w", err)
+		}
+	}
+	var env []string
+	if err := json.Unmarshal(line, &env); err != nil {
+		return nil, fmt.Errorf("read the environment line: %w", err)
+	}
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("read the environment line: %q is not NAME=value", kv)
+		}
+	}
+	return env, nil
 }
 
 // touchLastUsed records when a session last opened, for `sandbox ls`, in

@@ -26,11 +26,25 @@ const (
 	startWait = 20 * time.Second
 )
 
+// Option changes what the suite assumes of a sandbox.
+type Option func(*options)
+
+type options struct{ notShared bool }
+
+// WorkspaceNotShared is for sandboxes whose workspace is not the host's
+// directory (a Kubernetes pod's claim): the suite reads what commands
+// wrote there through the sandbox instead of on the host.
+func WorkspaceNotShared() Option { return func(o *options) { o.notShared = true } }
+
 // Run runs the conformance suite against sandboxes made by newSandbox, which
 // returns a fresh sandbox for one subtest and registers its Close with
 // t.Cleanup. Close must be safe to call twice; Info().Workspace must be a
 // directory the sandbox's commands can write. Subtests run in parallel.
-func Run(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+func Run(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox)
@@ -49,8 +63,12 @@ func Run(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
 		{"stdin is piped", testStdin},
 		{"concurrent runs", testConcurrent},
 		{"close kills background processes", testClose},
-		{"cancel kills processes that left the group, session and environment", testEscapesCancel},
-		{"close kills processes that left the group, session and environment", testEscapesClose},
+		{"cancel kills processes that left the group, session and environment", func(t *testing.T, ns func(t *testing.T) sandbox.Sandbox) {
+			testEscapesCancel(t, ns, o)
+		}},
+		{"close kills processes that left the group, session and environment", func(t *testing.T, ns func(t *testing.T) sandbox.Sandbox) {
+			testEscapesClose(t, ns, o)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -452,6 +470,10 @@ type Escapes struct {
 	Token string
 	// Files are the loops' files, one per escape, in the workspace.
 	Files []string
+	// Via, when set, is the sandbox Sizes reads the files through (for a
+	// workspace that is not the host's); otherwise they are read on the
+	// host.
+	Via sandbox.Sandbox
 }
 
 // NewEscapes returns a set of loops that write in ws.
@@ -481,9 +503,14 @@ func (r *Escapes) IsLoop(cmdline string) bool {
 		strings.Contains(cmdline, "escape-"+r.Token+"-")
 }
 
-// Sizes returns the size of each file (0 when missing).
+// Sizes returns the size of each file (0 when missing; -1 each when Via
+// cannot read them).
 func (r *Escapes) Sizes() []int64 {
 	out := make([]int64, len(r.Files))
+	if r.Via != nil {
+		r.sizesVia(out)
+		return out
+	}
 	for i, f := range r.Files {
 		if fi, err := os.Stat(f); err == nil {
 			out[i] = fi.Size()
@@ -492,11 +519,33 @@ func (r *Escapes) Sizes() []int64 {
 	return out
 }
 
+// sizesVia reads the sizes with a command in r.Via.
+func (r *Escapes) sizesVia(out []int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var b strings.Builder
+	res, err := r.Via.Run(ctx, sandbox.Command{
+		Args:   append([]string{"sh", "-c", `for f; do if [ -f "$f" ]; then wc -c <"$f"; else echo 0; fi; done`, "sh"}, r.Files...),
+		Stdout: &b,
+	})
+	fields := strings.Fields(b.String())
+	for i := range out {
+		out[i] = -1
+		if err == nil && res.ExitCode == 0 && len(fields) == len(out) {
+			out[i], _ = strconv.ParseInt(fields[i], 10, 64)
+		}
+	}
+}
+
 // AssertStill fails t for each file whose size differs from before, taken
 // with Sizes a while earlier.
 func (r *Escapes) AssertStill(t testing.TB, before []int64) {
 	t.Helper()
 	for i, n := range r.Sizes() {
+		if n < 0 || before[i] < 0 {
+			t.Errorf("escape %q: its file could not be read through the sandbox", escapes[i].name)
+			continue
+		}
 		if n != before[i] {
 			t.Errorf("escape %q: its file still grows (%d -> %d bytes)", escapes[i].name, before[i], n)
 		}
@@ -505,6 +554,12 @@ func (r *Escapes) AssertStill(t testing.TB, before []int64) {
 
 // Remove removes the files.
 func (r *Escapes) Remove() {
+	if r.Via != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = r.Via.Run(ctx, sandbox.Command{Args: append([]string{"rm", "-f"}, r.Files...)})
+		return
+	}
 	for _, f := range r.Files {
 		_ = os.Remove(f)
 	}
@@ -528,7 +583,7 @@ func waitEscapes(t *testing.T, r *Escapes, checker sandbox.Sandbox, shell string
 	procs, ok := WaitProcesses(t, checker, r.Token, startWait, func(procs []Proc) bool {
 		sizes := r.Sizes()
 		for i, p := range loops(procs) {
-			if p.Pid == 0 || sizes[i] == 0 {
+			if p.Pid == 0 || sizes[i] <= 0 {
 				return false
 			}
 		}
@@ -548,7 +603,7 @@ func waitEscapes(t *testing.T, r *Escapes, checker sandbox.Sandbox, shell string
 
 // assertEscapesStopped checks that no process of r is left (seen by
 // checker, another session) and that no file grows any more (seen on the
-// host, where the workspace is at the same path).
+// host, where the workspace is at the same path, or through r.Via).
 func assertEscapesStopped(t *testing.T, r *Escapes, checker sandbox.Sandbox) {
 	t.Helper()
 	assertGone(t, checker, r.Token)
@@ -571,11 +626,14 @@ func sandboxShell(t *testing.T, sb sandbox.Sandbox) string {
 	return res.Shell
 }
 
-func testEscapesCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+func testEscapesCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox, o options) {
 	sb := newSandbox(t)
 	checker := newSandbox(t)
 	shell := sandboxShell(t, sb)
 	r := NewEscapes(sb.Info().Workspace)
+	if o.notShared {
+		r.Via = checker
+	}
 	t.Cleanup(r.Remove)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -597,11 +655,14 @@ func testEscapesCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandb
 	assertEscapesStopped(t, r, checker)
 }
 
-func testEscapesClose(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
+func testEscapesClose(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox, o options) {
 	sb := newSandbox(t)
 	checker := newSandbox(t)
 	shell := sandboxShell(t, sb)
 	r := NewEscapes(sb.Info().Workspace)
+	if o.notShared {
+		r.Via = checker
+	}
 	t.Cleanup(r.Remove)
 	mustOutput(t, sb, sandbox.Command{Shell: r.Script("echo started")})
 	waitEscapes(t, r, checker, shell)

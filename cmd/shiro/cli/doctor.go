@@ -211,6 +211,10 @@ func (d *doctor) checkMCP(ctx context.Context, cfg config.Config, sc orchestrato
 // checkSandbox checks the engine, the image, its tools and the workspace
 // mount, each needing the one before.
 func (d *doctor) checkSandbox(ctx context.Context, sc orchestrator.SandboxConfig) {
+	if sc.Backend == sandbox.BackendKubernetes {
+		d.checkKube(ctx, sc)
+		return
+	}
 	eng, err := docker.Connect(ctx)
 	if err != nil {
 		d.fail("engine", err.Error(), "")
