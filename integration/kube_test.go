@@ -1,0 +1,118 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/shiroagent/shiro/integration/fakemodel"
+	"github.com/shiroagent/shiro/integration/testenv"
+)
+
+// TestKubeCopyModeHeadless: on the Kubernetes test cluster, a headless
+// session edits files and runs commands in the pod's copy of the
+// workspace; the user's edit between turns reaches the pod; --apply lands
+// exactly the session's changes here. shiro runs as a normal user whose
+// kubeconfig holds only the namespace rights docs/kubernetes.md lists.
+func TestKubeCopyModeHeadless(t *testing.T) {
+	t.Parallel()
+	kc := testenv.RequireKube(t)
+	h := newHostile(t)
+	// The user's own kubeconfig, its certificates inline (the test
+	// cluster's files are root's).
+	cfg, err := clientcmd.LoadFromFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(h.home, ".kube", "config")
+	h.writeOwned(kubeconfig, string(data), 0o600)
+	ws := h.workspace("ws")
+	copyWorkspace(h, ws)
+	head := h.git(ws, "rev-parse", "HEAD")
+	flags := []string{"--backend", "kubernetes", "--memory", "512m", "--cpus", "1", "--network", "none"}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if out, err := h.command(ctx, ws, []string{"KUBECONFIG=" + kubeconfig}, h.bin, append([]string{"sandbox", "rm"}, flags...)...).CombinedOutput(); err != nil {
+			t.Logf("shiro sandbox rm: %v: %s", err, out)
+		}
+	})
+
+	srv := fakemodel.New(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "w1", Name: "write_file", Input: `{"path":"a.txt","content":"ALPHA\n"}`}}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: bashJSON("rm c.txt && mkdir -p d && echo new > d/new.txt && chmod +x run.sh && id -u", 0)}}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "g1", Name: "grep", Input: `{"pattern":"ALPHA"}`}}},
+		fakemodel.Reply{Text: "Changed them in the pod."},
+	)
+	env := append(providers[0].env(srv.URL), "KUBECONFIG="+kubeconfig)
+	before := h.tree(ws)
+	res := h.shiro(ws, env, append(append([]string{"-p", "--yolo"}, flags...), "change things")...)
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "is not on this machine: the sandbox works on a copy of the workspace") {
+		t.Errorf("the run does not say it works on a copy:\n%s", res.stderr)
+	}
+	if got := h.tree(ws); !sameTree(got, before) {
+		t.Errorf("the pod's session changed the workspace before any apply:\n got %v\nwant %v", got, before)
+	}
+	reqs := srv.Requests()
+	if !providers[0].paired(t, reqs[2].JSON(), "b1", fmt.Sprint(h.uid)) {
+		t.Errorf("bash did not run in the pod as the user (uid %d)", h.uid)
+	}
+	if !providers[0].paired(t, reqs[3].JSON(), "g1", "a.txt") {
+		t.Errorf("grep did not search the pod's copy")
+	}
+	if !strings.Contains(res.stderr, "[changes] 4 files changed: 1 created, 1 deleted, 2 modified in the sandbox's copy") {
+		t.Errorf("the run does not say what waits to be applied:\n%s", res.stderr)
+	}
+
+	// The user edits a file between turns; the pod sees it; then the
+	// session's changes are applied.
+	h.writeOwned(filepath.Join(ws, "src/x.go"), "package x // the user's\n", 0o644)
+	srv.Push(
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c2", Name: "bash", Input: bashJSON("cat src/x.go", 0)}}},
+		fakemodel.Reply{Text: "Seen."},
+	)
+	res = h.shiro(ws, env, append(append([]string{"-c", "-p", "--yolo", "--apply"}, flags...), "look at x.go")...)
+	if res.code != 0 {
+		t.Fatalf("second run: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	reqs = srv.Requests()
+	if !providers[0].paired(t, reqs[len(reqs)-1].JSON(), "c2", "the user's") {
+		t.Errorf("the user's edit did not reach the pod")
+	}
+	want := map[string]string{
+		"a.txt":      "-rw-r--r-- ALPHA\n",
+		"b.txt":      "-rw-r--r-- beta\n",
+		"run.sh":     "-rwxr-xr-x #!/bin/sh\necho run\n",
+		"d/new.txt":  "-rw-r--r-- new\n",
+		"src/x.go":   "-rw-r--r-- package x // the user's\n",
+		".gitignore": "-rw-r--r-- build/\n",
+	}
+	if got := h.tree(ws); !sameTree(got, want) {
+		t.Errorf("after --apply the workspace holds\n %v\nwant\n %v\nstderr: %s", got, want, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "[applied] 4 files changed: 1 created, 1 deleted, 2 modified") {
+		t.Errorf("the apply's diff stat is missing:\n%s", res.stderr)
+	}
+	h.ownedByUser(ws)
+	if got := h.git(ws, "rev-parse", "HEAD"); got != head {
+		t.Errorf("the apply moved the host's HEAD: %s", got)
+	}
+	h.hostGit(ws)
+	h.noMarker()
+}
