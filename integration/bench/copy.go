@@ -14,15 +14,30 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
+	"github.com/shiroagent/shiro/sandbox/kube"
 	"github.com/shiroagent/shiro/tools"
 	"github.com/shiroagent/shiro/tools/copymode"
 )
 
-// copyBench measures copy mode on the local engine (issue 18): copying
-// the generated tree into a sandbox's volume, and bringing 100 files the
-// sandbox changed back (listing its changes, fetching them, applying
-// them to the workspace).
+// copyBench measures copy mode (issue 18) on the local Docker engine and
+// on the Kubernetes test cluster when SHIRO_TEST_KUBECONFIG names it:
+// copying the generated tree into the sandbox's storage, and bringing 100
+// files the sandbox changed back (listing its changes, fetching them,
+// applying them to the workspace).
 func copyBench(ctx context.Context, r *report) error {
+	err := copyBenchOn(ctx, r, "the local Docker engine", func(ws string) (sandbox.Sandbox, func(), error) {
+		_, sb, done, err := openSandbox(ctx, ws, func(o *docker.Options) { o.WorkspaceMode = sandbox.WorkspaceCopy })
+		return sb, done, err
+	})
+	if err != nil || os.Getenv("SHIRO_TEST_KUBECONFIG") == "" {
+		return err
+	}
+	return copyBenchOn(ctx, r, "Kubernetes", func(ws string) (sandbox.Sandbox, func(), error) {
+		return openKube(ctx, ws)
+	})
+}
+
+func copyBenchOn(ctx context.Context, r *report, where string, open func(ws string) (sandbox.Sandbox, func(), error)) error {
 	dir, err := os.MkdirTemp("", "shiro-bench-copy-")
 	if err != nil {
 		return err
@@ -41,7 +56,11 @@ func copyBench(ctx context.Context, r *report) error {
 	}
 	defer root.Close()
 	var files []string
+	listed := 0
 	if err := tools.Walk(ctx, root, tools.WalkOptions{}, func(p string, mode fs.FileMode) error {
+		listed++
+		// The changes below are written by a shell: names it would need
+		// quoting for are left out of them.
 		if base := filepath.Base(p); mode.IsRegular() && base != ".gitignore" && base != ".shiroignore" && !strings.ContainsAny(p, " '\\\"$`") {
 			files = append(files, p)
 		}
@@ -54,12 +73,12 @@ func copyBench(ctx context.Context, r *report) error {
 		return err
 	}
 	defer st.Close()
-	_, sb, done, err := openSandbox(ctx, ws, func(o *docker.Options) { o.WorkspaceMode = sandbox.WorkspaceCopy })
+	sb, done, err := open(ws)
 	if err != nil {
 		return err
 	}
 	defer done()
-	r.section(fmt.Sprintf("copy mode on the generated tree (%d files listed; issue 18)", len(files)))
+	r.section(fmt.Sprintf("copy mode on %s, the generated tree (%d files listed; issue 18)", where, listed))
 	info := sb.Info()
 	remote := &copymode.Remote{Sandbox: sb, Helper: func(context.Context) (string, error) { return info.Helper, nil }, Workspace: ws, Cache: copymode.AutoCache}
 	scan, err := timeN(1, func() error { _, err := st.Current(ctx); return err })
@@ -122,4 +141,39 @@ func copyBench(ctx context.Context, r *report) error {
 	s := median(syncs)
 	r.add("sync-back of 100 changed files (list, fetch, apply), median of 3", ms(s), "<= 1000 ms", s <= time.Second)
 	return nil
+}
+
+// openKube opens a Kubernetes sandbox for ws on the test cluster; done
+// closes it and removes its pod and claim.
+func openKube(ctx context.Context, ws string) (sandbox.Sandbox, func(), error) {
+	bin := os.Getenv("SHIRO_BIN")
+	state, err := os.MkdirTemp("", "shiro-bench-kube-state-")
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := kube.Connect(ctx, kube.ConnectOptions{Kubeconfig: os.Getenv("SHIRO_TEST_KUBECONFIG"), StateDir: state})
+	if err != nil {
+		os.RemoveAll(state)
+		return nil, nil, err
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 1001, 1001
+	}
+	sb, err := c.Open(ctx, kube.Options{
+		Workspace: ws, HelperBinary: bin + "-helper", UID: uid, GID: gid,
+		Settings: sandbox.Settings{Memory: 1 << 30, CPUs: 1, Network: sandbox.NetworkNone},
+	})
+	if err != nil {
+		os.RemoveAll(state)
+		return nil, nil, err
+	}
+	return sb, func() {
+		sb.Close()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		_ = c.Remove(cctx, sb.Pod())
+		_, _ = c.RemoveClaims(cctx, ws)
+		os.RemoveAll(state)
+	}, nil
 }

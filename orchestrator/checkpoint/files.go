@@ -141,3 +141,170 @@ func (s *Store) PutTree(files []TreeFile) (string, error) {
 	}
 	return "", nil // not reached: "" is last
 }
+
+// Lookup finds paths in the stored tree: the files it holds (a path it
+// lacks, or that names a directory, is not in the result). Only the trees
+// along the paths are read.
+func (s *Store) Lookup(ctx context.Context, tree string, paths []string) (map[string]TreeFile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]TreeFile, len(paths))
+	if tree == "" {
+		return out, nil
+	}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		h := plumbing.NewHash(tree)
+		parts := strings.Split(p, "/")
+		for i, name := range parts {
+			t, err := s.loadTree(h)
+			if err != nil {
+				return nil, fmt.Errorf("look up %s: %w", p, err)
+			}
+			e, ok := findEntry(t, name)
+			if !ok {
+				break
+			}
+			if i < len(parts)-1 {
+				if e.Mode != filemode.Dir {
+					break
+				}
+				h = e.Hash
+				continue
+			}
+			if e.Mode != filemode.Dir {
+				out[p] = TreeFile{Path: p, Mode: fsMode(e.Mode), Hash: e.Hash.String()}
+			}
+		}
+	}
+	return out, nil
+}
+
+// findEntry finds name in t (its entries sorted git's way).
+func findEntry(t *object.Tree, name string) (object.TreeEntry, bool) {
+	for _, e := range t.Entries {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return object.TreeEntry{}, false
+}
+
+// EditTree stores the tree that is tree with the files of set put in
+// (replacing what stood at their paths, a directory included) and the
+// paths of remove taken out, and returns its hash. Only the trees along
+// the changed paths are written again.
+func (s *Store) EditTree(tree string, set []TreeFile, remove []string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	root := &editDir{subs: map[string]*editDir{}}
+	for _, f := range set {
+		if err := checkTreePath(f.Path); err != nil {
+			return "", err
+		}
+		d, name := root.walk(f.Path)
+		tf := f
+		d.files = append(d.files, editFile{name: name, file: &tf})
+	}
+	for _, p := range remove {
+		if err := checkTreePath(p); err != nil {
+			return "", err
+		}
+		d, name := root.walk(p)
+		d.files = append(d.files, editFile{name: name})
+	}
+	h := plumbing.ZeroHash
+	if tree != "" {
+		h = plumbing.NewHash(tree)
+	}
+	out, err := s.edit(h, root)
+	if err != nil {
+		return "", err
+	}
+	if out.IsZero() {
+		return "", nil
+	}
+	return out.String(), nil
+}
+
+func checkTreePath(p string) error {
+	if p == "" || path.Clean(p) != p || strings.HasPrefix(p, "../") || p == ".." || path.IsAbs(p) {
+		return fmt.Errorf("checkpoint: bad path %q", p)
+	}
+	return nil
+}
+
+// editDir is what EditTree changes in one directory: files put in (file
+// set) or taken out (nil), and subdirectories with changes of their own.
+type editDir struct {
+	files []editFile
+	subs  map[string]*editDir
+}
+
+type editFile struct {
+	name string
+	file *TreeFile
+}
+
+func (d *editDir) walk(p string) (*editDir, string) {
+	parts := strings.Split(p, "/")
+	for _, name := range parts[:len(parts)-1] {
+		sub := d.subs[name]
+		if sub == nil {
+			sub = &editDir{subs: map[string]*editDir{}}
+			d.subs[name] = sub
+		}
+		d = sub
+	}
+	return d, parts[len(parts)-1]
+}
+
+// edit applies d to the tree h (zero: none) and stores the result; zero
+// when it is empty.
+func (s *Store) edit(h plumbing.Hash, d *editDir) (plumbing.Hash, error) {
+	entries := map[string]object.TreeEntry{}
+	if !h.IsZero() {
+		t, err := s.loadTree(h)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		for _, e := range t.Entries {
+			entries[e.Name] = e
+		}
+	}
+	for _, f := range d.files {
+		if f.file == nil {
+			delete(entries, f.name)
+			continue
+		}
+		entries[f.name] = object.TreeEntry{Name: f.name, Mode: fileMode(f.file.Mode), Hash: plumbing.NewHash(f.file.Hash)}
+	}
+	for name, sub := range d.subs {
+		base := plumbing.ZeroHash
+		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
+			base = e.Hash
+		}
+		nh, err := s.edit(base, sub)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if nh.IsZero() {
+			if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
+				delete(entries, name)
+			}
+			continue
+		}
+		entries[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: nh}
+	}
+	if len(entries) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	t := &object.Tree{Entries: make([]object.TreeEntry, 0, len(entries))}
+	for _, e := range entries {
+		t.Entries = append(t.Entries, e)
+	}
+	sort.Slice(t.Entries, func(i, j int) bool { return treeName(t.Entries[i]) < treeName(t.Entries[j]) })
+	return s.storeTree(t)
+}

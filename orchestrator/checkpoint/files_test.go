@@ -64,3 +64,37 @@ func TestTreesFromFilesAreTheScansTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestEditTreeIsPutTreeOfTheEditedList: editing a tree by paths gives the
+// tree of the edited list, and Lookup reads single paths of it.
+func TestEditTreeIsPutTreeOfTheEditedList(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, Options{})
+	h1, _ := fx.store.PutBlob([]byte("one\n"))
+	h2, _ := fx.store.PutBlob([]byte("two\n"))
+	base := []TreeFile{{Path: "a", Mode: 0o644, Hash: h1}, {Path: "d/x", Mode: 0o644, Hash: h1}, {Path: "d/e/y", Mode: 0o755, Hash: h1}, {Path: "z", Mode: fs.ModeSymlink, Hash: h2}}
+	tree, err := fx.store.PutTree(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited, err := fx.store.EditTree(tree,
+		[]TreeFile{{Path: "a", Mode: 0o755, Hash: h2}, {Path: "new/deep/f", Mode: 0o644, Hash: h2}, {Path: "z/now-a-dir", Mode: 0o644, Hash: h1}},
+		[]string{"d/e/y", "missing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fx.store.PutTree([]TreeFile{{Path: "a", Mode: 0o755, Hash: h2}, {Path: "d/x", Mode: 0o644, Hash: h1}, {Path: "new/deep/f", Mode: 0o644, Hash: h2}, {Path: "z/now-a-dir", Mode: 0o644, Hash: h1}})
+	if err != nil || edited != want {
+		t.Fatalf("EditTree = %s, want %s (%v)", edited, want, err)
+	}
+	got, err := fx.store.Lookup(t.Context(), edited, []string{"a", "d/x", "d", "d/e/y", "new/deep/f", "nope/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got["a"].Hash != h2 || got["a"].Mode != 0o755 || got["d/x"].Hash != h1 || got["new/deep/f"].Hash != h2 {
+		t.Errorf("Lookup = %v", got)
+	}
+	if empty, err := fx.store.EditTree(tree, nil, []string{"a", "d/x", "d/e/y", "z"}); err != nil || empty != "" {
+		t.Errorf("removing everything = %q, %v", empty, err)
+	}
+}

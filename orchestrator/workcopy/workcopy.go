@@ -64,6 +64,12 @@ type Copy struct {
 
 	mu   sync.Mutex
 	base string // the tree both sides last agreed on
+	// baseFiles are base's files, read once, kept in step with it.
+	baseFiles map[string]checkpoint.TreeFile
+	// seen is the copy as its last manifest said, gen that manifest's
+	// generation: the next manifest says only what changed since.
+	seen map[string]copymode.Entry
+	gen  string
 }
 
 // state is what StateFile holds.
@@ -141,7 +147,7 @@ func (c *Copy) copyIn(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("copy the workspace into the sandbox: %w", err)
 	}
-	if err := c.setBase(now.Tree); err != nil {
+	if err := c.setBase(now.Tree, nil); err != nil {
 		return nil, err
 	}
 	var notices []string
@@ -248,8 +254,10 @@ func (c *Copy) packGitDir(tw *tar.Writer) error {
 	})
 }
 
-func (c *Copy) setBase(tree string) error {
-	c.base = tree
+// setBase takes tree for the base; files are its files when the caller
+// has them (nil: read them when next needed).
+func (c *Copy) setBase(tree string, files map[string]checkpoint.TreeFile) error {
+	c.base, c.baseFiles = tree, files
 	data, _ := json.Marshal(state{Base: tree})
 	if err := os.MkdirAll(filepath.Dir(c.opts.StateFile), 0o700); err != nil {
 		return fmt.Errorf("save the copy's state: %w", err)
@@ -282,17 +290,17 @@ func (c *Copy) sync(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := c.filesOf(ctx, c.base)
-	if err != nil {
-		return nil, err
-	}
-	host, err := c.filesOf(ctx, now.Tree)
-	if err != nil {
-		return nil, err
-	}
 	paths := make([]string, len(chs))
 	for i, ch := range chs {
 		paths[i] = ch.Path
+	}
+	base, err := c.loadBase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host, err := st.Lookup(ctx, now.Tree, paths)
+	if err != nil {
+		return nil, err
 	}
 	there, err := c.opts.Remote.Manifest(ctx, paths)
 	if err != nil {
@@ -303,6 +311,8 @@ func (c *Copy) sync(ctx context.Context) ([]string, error) {
 		copyNow[e.Path] = checkpoint.TreeFile{Path: e.Path, Mode: e.Mode, Hash: e.Hash}
 	}
 	var write, remove, conflicts []string
+	var agreed []checkpoint.TreeFile
+	var gone []string
 	for _, p := range paths {
 		b, inBase := base[p]
 		h, inHost := host[p]
@@ -321,9 +331,9 @@ func (c *Copy) sync(ctx context.Context) ([]string, error) {
 			continue
 		}
 		if inHost {
-			base[p] = h
+			agreed = append(agreed, h)
 		} else {
-			delete(base, p)
+			gone = append(gone, p)
 		}
 	}
 	if len(write) > 0 {
@@ -346,11 +356,7 @@ func (c *Copy) sync(ctx context.Context) ([]string, error) {
 	if err := c.opts.Remote.Remove(ctx, remove); err != nil {
 		return nil, fmt.Errorf("carry your deletions into the sandbox: %w", err)
 	}
-	tree, err := st.PutTree(values(base))
-	if err != nil {
-		return nil, err
-	}
-	if err := c.setBase(tree); err != nil {
+	if err := c.editBase(agreed, gone); err != nil {
 		return nil, err
 	}
 	var notices []string
@@ -358,6 +364,40 @@ func (c *Copy) sync(ctx context.Context) ([]string, error) {
 		notices = append(notices, conflictNotice(conflicts))
 	}
 	return notices, nil
+}
+
+// loadBase returns base's files, reading them the first time.
+func (c *Copy) loadBase(ctx context.Context) (map[string]checkpoint.TreeFile, error) {
+	if c.baseFiles != nil {
+		return c.baseFiles, nil
+	}
+	files, err := c.filesOf(ctx, c.base)
+	if err != nil {
+		return nil, err
+	}
+	c.baseFiles = files
+	return files, nil
+}
+
+// editBase puts set into the base and takes remove out of it.
+func (c *Copy) editBase(set []checkpoint.TreeFile, remove []string) error {
+	if len(set) == 0 && len(remove) == 0 {
+		return nil
+	}
+	tree, err := c.opts.Store.EditTree(c.base, set, remove)
+	if err != nil {
+		return err
+	}
+	files := c.baseFiles
+	if files != nil {
+		for _, f := range set {
+			files[f.Path] = f
+		}
+		for _, p := range remove {
+			delete(files, p)
+		}
+	}
+	return c.setBase(tree, files)
 }
 
 func conflictNotice(paths []string) string {
@@ -375,14 +415,6 @@ func (c *Copy) filesOf(ctx context.Context, tree string) (map[string]checkpoint.
 		out[f.Path] = f
 	}
 	return out, nil
-}
-
-func values(m map[string]checkpoint.TreeFile) []checkpoint.TreeFile {
-	out := make([]checkpoint.TreeFile, 0, len(m))
-	for _, f := range m {
-		out = append(out, f)
-	}
-	return out
 }
 
 func clipList(list []string, n int) []string {
@@ -404,7 +436,8 @@ type Changes struct {
 	// limit: not fetched, not applied.
 	TooLarge []string
 
-	base, copy string // trees
+	base, copy string                         // trees
+	files      map[string]checkpoint.TreeFile // the copy's version of each changed file
 }
 
 // Empty reports whether the sandbox changed nothing.
@@ -420,39 +453,44 @@ func (c *Copy) Changes(ctx context.Context) (Changes, error) {
 
 func (c *Copy) changes(ctx context.Context) (Changes, error) {
 	st := c.opts.Store
-	entries, err := c.opts.Remote.Manifest(ctx, nil)
+	if err := c.readCopy(ctx); err != nil {
+		return Changes{}, err
+	}
+	base, err := c.loadBase(ctx)
 	if err != nil {
 		return Changes{}, err
 	}
-	base, err := c.filesOf(ctx, c.base)
-	if err != nil {
-		return Changes{}, err
-	}
-	out := Changes{base: c.base, Refused: map[string]string{}}
-	copyFiles := make(map[string]checkpoint.TreeFile, len(entries))
-	var fetch []string
-	claimed := map[string]copymode.Entry{}
-	for _, e := range entries {
-		if b, ok := base[e.Path]; ok && b.Hash == e.Hash && b.Mode == e.Mode {
-			copyFiles[e.Path] = b
+	out := Changes{base: c.base, Refused: map[string]string{}, files: map[string]checkpoint.TreeFile{}}
+	var set []checkpoint.TreeFile
+	var remove, fetch []string
+	for p, e := range c.seen {
+		b, inBase := base[p]
+		if inBase && b.Hash == e.Hash && b.Mode == e.Mode {
 			continue
 		}
 		if e.Mode&fs.ModeSymlink == 0 && e.Size > c.opts.MaxFileSize {
-			out.TooLarge = append(out.TooLarge, e.Path)
-			if b, ok := base[e.Path]; ok {
-				copyFiles[e.Path] = b // shown as unchanged: it is not carried
-			}
+			out.TooLarge = append(out.TooLarge, p) // shown as unchanged: it is not carried
 			continue
 		}
-		claimed[e.Path] = e
 		if st.HasBlob(e.Hash) {
-			copyFiles[e.Path] = checkpoint.TreeFile{Path: e.Path, Mode: e.Mode, Hash: e.Hash}
+			f := checkpoint.TreeFile{Path: p, Mode: e.Mode, Hash: e.Hash}
+			set, out.files[p] = append(set, f), f
 			continue
 		}
-		fetch = append(fetch, e.Path)
+		fetch = append(fetch, p)
+	}
+	for p := range base {
+		if _, ok := c.seen[p]; !ok {
+			remove = append(remove, p)
+		}
 	}
 	// What the sandbox says is only a list of what to fetch: the content
 	// is hashed here.
+	asked := make(map[string]bool, len(fetch))
+	for _, p := range fetch {
+		asked[p] = true
+	}
+	got := map[string]bool{}
 	err = c.opts.Remote.Pack(ctx, fetch, func(h *tar.Header, content io.Reader) error {
 		var data []byte
 		mode := fs.FileMode(0o644)
@@ -473,14 +511,16 @@ func (c *Copy) changes(ctx context.Context) (Changes, error) {
 		default:
 			return nil
 		}
-		if _, ok := claimed[h.Name]; !ok {
+		if !asked[h.Name] || got[h.Name] {
 			return fmt.Errorf("the sandbox sent %s, which was not asked for", h.Name)
 		}
+		got[h.Name] = true
 		hash, err := st.PutBlob(data)
 		if err != nil {
 			return err
 		}
-		copyFiles[h.Name] = checkpoint.TreeFile{Path: h.Name, Mode: mode, Hash: hash}
+		f := checkpoint.TreeFile{Path: h.Name, Mode: mode, Hash: hash}
+		set, out.files[h.Name] = append(set, f), f
 		return nil
 	})
 	if err != nil {
@@ -488,7 +528,14 @@ func (c *Copy) changes(ctx context.Context) (Changes, error) {
 	}
 	// A file that vanished between the manifest and the fetch counts as
 	// gone.
-	if out.copy, err = st.PutTree(values(copyFiles)); err != nil {
+	for _, p := range fetch {
+		if !got[p] {
+			if _, ok := base[p]; ok {
+				remove = append(remove, p)
+			}
+		}
+	}
+	if out.copy, err = st.EditTree(c.base, set, remove); err != nil {
 		return Changes{}, err
 	}
 	if out.Files, err = st.Changes(ctx, checkpoint.Checkpoint{Tree: out.base}, checkpoint.Checkpoint{Tree: out.copy}); err != nil {
@@ -498,14 +545,18 @@ func (c *Copy) changes(ctx context.Context) (Changes, error) {
 	if err != nil {
 		return Changes{}, fmt.Errorf("scan the workspace: %w", err)
 	}
-	host, err := c.filesOf(ctx, now.Tree)
+	paths := make([]string, len(out.Files))
+	for i, f := range out.Files {
+		paths[i] = f.Path
+	}
+	host, err := st.Lookup(ctx, now.Tree, paths)
 	if err != nil {
 		return Changes{}, err
 	}
 	for _, f := range out.Files {
 		b, inBase := base[f.Path]
 		h, inHost := host[f.Path]
-		s, inCopy := copyFiles[f.Path]
+		s, inCopy := out.files[f.Path]
 		switch {
 		case inHost == inBase && (!inHost || h == b):
 			// The workspace still has the base's version.
@@ -515,7 +566,7 @@ func (c *Copy) changes(ctx context.Context) (Changes, error) {
 			out.Conflicts = append(out.Conflicts, f.Path)
 		}
 		if inCopy {
-			why := refusal(f.Path, copyFiles, c.opts.Root)
+			why := refusal(f.Path, c.seen, c.opts.Root)
 			if why == "" && s.Mode&fs.ModeSymlink != 0 {
 				target, err := st.Blob(s.Hash)
 				if err != nil {
@@ -534,10 +585,34 @@ func (c *Copy) changes(ctx context.Context) (Changes, error) {
 	return out, nil
 }
 
+// readCopy brings seen up to date: a delta from the last manifest, or a
+// full one.
+func (c *Copy) readCopy(ctx context.Context) error {
+	m, err := c.opts.Remote.ManifestSince(ctx, c.gen)
+	if err != nil {
+		return err
+	}
+	if m.Full || c.seen == nil {
+		c.seen = make(map[string]copymode.Entry, len(m.Entries))
+		if !m.Full {
+			c.gen = "" // a delta without its base: read it all next time
+			return c.readCopy(ctx)
+		}
+	}
+	for _, e := range m.Entries {
+		c.seen[e.Path] = e
+	}
+	for _, p := range m.Deleted {
+		delete(c.seen, p)
+	}
+	c.gen = m.Gen
+	return nil
+}
+
 // refusal says why the sandbox's file at p must never be written here: a
 // path into a .git directory (any spelling git accepts), or a file that
 // makes its directory a git directory (all holds the copy's files).
-func refusal(p string, all map[string]checkpoint.TreeFile, root *os.Root) string {
+func refusal(p string, all map[string]copymode.Entry, root *os.Root) string {
 	for _, c := range strings.Split(p, "/") {
 		if gitshadow.IsDotGit(c) {
 			return "it is inside a .git directory"
@@ -564,7 +639,7 @@ func displayDir(d string) string {
 // gitDirShape reports whether dir, with the files all holds, is what git
 // takes for a git directory: a HEAD beside objects and refs, or beside a
 // commondir.
-func gitDirShape(dir string, all map[string]checkpoint.TreeFile, root *os.Root) bool {
+func gitDirShape(dir string, all map[string]copymode.Entry, root *os.Root) bool {
 	at := func(name string) string {
 		if dir == "." {
 			return name
@@ -632,10 +707,6 @@ func (c *Copy) Apply(ctx context.Context, ch Changes, paths []string, meta check
 	for _, p := range ch.Conflicts {
 		conflict[p] = true
 	}
-	copyFiles, err := c.filesOf(ctx, ch.copy)
-	if err != nil {
-		return Applied{}, err
-	}
 	res := Applied{Skipped: map[string]string{}}
 	apply := map[string]bool{}
 	for _, f := range ch.Files {
@@ -658,22 +729,16 @@ func (c *Copy) Apply(ctx context.Context, ch Changes, paths []string, meta check
 	}
 	res.Files = done
 	// The applied paths now agree: the base takes the sandbox's version.
-	base, err := c.filesOf(ctx, c.base)
-	if err != nil {
-		return res, err
-	}
+	var set []checkpoint.TreeFile
+	var remove []string
 	for p := range apply {
-		if s, ok := copyFiles[p]; ok {
-			base[p] = s
+		if s, ok := ch.files[p]; ok {
+			set = append(set, s)
 		} else {
-			delete(base, p)
+			remove = append(remove, p)
 		}
 	}
-	tree, err := st.PutTree(values(base))
-	if err != nil {
-		return res, err
-	}
-	return res, c.setBase(tree)
+	return res, c.editBase(set, remove)
 }
 
 // Rebase takes the workspace's present version of paths for the base of
@@ -705,26 +770,20 @@ func (c *Copy) Rebase(ctx context.Context, paths []string) error {
 	if err != nil {
 		return err
 	}
-	host, err := c.filesOf(ctx, now.Tree)
+	host, err := st.Lookup(ctx, now.Tree, paths)
 	if err != nil {
 		return err
 	}
-	base, err := c.filesOf(ctx, c.base)
-	if err != nil {
-		return err
-	}
+	var set []checkpoint.TreeFile
+	var remove []string
 	for _, p := range paths {
 		if h, ok := host[p]; ok {
-			base[p] = h
+			set = append(set, h)
 		} else {
-			delete(base, p)
+			remove = append(remove, p)
 		}
 	}
-	tree, err := st.PutTree(values(base))
-	if err != nil {
-		return err
-	}
-	return c.setBase(tree)
+	return c.editBase(set, remove)
 }
 
 // Stat is a diff stat line of the changes: "3 files changed: 1 created,

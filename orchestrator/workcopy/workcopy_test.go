@@ -312,6 +312,7 @@ func TestNothingThatMakesARepositoryOrLeavesTheWorkspaceIsApplied(t *testing.T) 
 	fx.forge = func(args []string, stdin io.Reader, stdout io.Writer) int {
 		switch args[0] {
 		case "manifest":
+			io.WriteString(stdout, "shiro-manifest - full\x00")
 			for _, p := range []string{".git/hooks/post-checkout", "sub/.GIT/config", "a.txt"} {
 				io.WriteString(stdout, "100755 "+copymode.BlobHash([]byte("#!/bin/sh\ntouch "+outside+"/m\n"))+" 24 "+p+"\x00")
 			}

@@ -402,3 +402,49 @@ func TestACommandThatFailsIsAToolError(t *testing.T) {
 		t.Errorf("Main tool bash = %d, %q", code, buf.String())
 	}
 }
+
+// TestManifestDeltaSaysWhatChanged: a manifest asked with the generation
+// of the last one lists only what changed, and the deletions; with any
+// other generation, everything.
+func TestManifestDeltaSaysWhatChanged(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	tree(t, ws, map[string]string{"same.txt": "same\n", "edit.txt": "aaaa\n", "gone.txt": "bye\n", "dir/link": "->../same.txt"})
+	old := time.Now().Add(-time.Hour)
+	for _, n := range []string{"same.txt", "edit.txt", "gone.txt"} {
+		if err := os.Chtimes(filepath.Join(ws, n), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := inProcess(t, ws)
+	first, err := r.ManifestSince(t.Context(), "")
+	if err != nil || !first.Full || len(first.Entries) != 4 || first.Gen == "" || first.Gen == "-" {
+		t.Fatalf("first manifest = %+v, %v", first, err)
+	}
+	tree(t, ws, map[string]string{"edit.txt": "bbbb\n", "new.txt": "new\n"})
+	if err := os.Remove(filepath.Join(ws, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.ManifestSince(t.Context(), first.Gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortEntries(d.Entries)
+	var got []string
+	for _, e := range d.Entries {
+		got = append(got, e.Path)
+	}
+	if d.Full || strings.Join(got, ",") != "edit.txt,new.txt" || strings.Join(d.Deleted, ",") != "gone.txt" || d.Gen == first.Gen {
+		t.Errorf("delta = full %v, entries %v, deleted %v, gen %s", d.Full, got, d.Deleted, d.Gen)
+	}
+	if d.Entries[0].Hash != BlobHash([]byte("bbbb\n")) {
+		t.Errorf("edit.txt's hash in the delta is the old one")
+	}
+	// Nothing changed: an empty delta. A stale generation: everything.
+	if again, err := r.ManifestSince(t.Context(), d.Gen); err != nil || again.Full || len(again.Entries) != 0 || len(again.Deleted) != 0 {
+		t.Errorf("a second delta = %+v, %v", again, err)
+	}
+	if stale, err := r.ManifestSince(t.Context(), first.Gen); err != nil || !stale.Full || len(stale.Entries) != 4 {
+		t.Errorf("a delta from a stale generation = %+v, %v", stale, err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -35,7 +36,8 @@ const Verb = "ws"
 //
 //	tool NAME [--check]   a built-in tool; its input on stdin, its result (JSON) on stdout
 //	manifest [--paths]    the walker's files: "MODE HASH SIZE PATH\x00" records
-//	                      (only the NUL-separated paths on stdin with --paths)
+//	                      (only the NUL-separated paths on stdin with --paths;
+//	                      only what changed with --since GEN and a --cache)
 //	pack                  a tar of the NUL-separated paths on stdin
 //	unpack                the tar on stdin, written into the copy
 //	remove                the NUL-separated paths on stdin removed
@@ -54,6 +56,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	check := fl.Bool("check", false, "tool: only check the call")
 	paths := fl.Bool("paths", false, "manifest: only the paths on stdin")
 	cache := fl.String("cache", "", "manifest: a file that remembers the hashes of unchanged files")
+	since := fl.String("since", "", "manifest: the generation of the last manifest read (a delta from it)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -88,7 +91,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if c == AutoCache {
 			c = autoCache()
 		}
-		err = writeManifest(ctx, root, only, *paths, c, out)
+		err = writeManifest(ctx, root, only, *paths, c, *since, out)
 	case "pack":
 		var names []string
 		if names, err = readPaths(stdin); err == nil {
@@ -290,7 +293,66 @@ func packFile(tw *tar.Writer, root *os.Root, name string) error {
 func unpack(root *os.Root, r io.Reader) error {
 	dirs := newDirCache(root)
 	defer dirs.close()
-	tr := tar.NewReader(r)
+	// The file system creates files in several directories at once:
+	// small files are written by a few goroutines, joined before return.
+	// A tar names each path once, and never a file where it names a
+	// directory, so the writes cannot trip over each other.
+	jobs := make(chan unpackJob, 64)
+	errc := make(chan error, unpackWorkers)
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	var wg sync.WaitGroup
+	for range unpackWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if err := j.write(dirs); err != nil {
+					errc <- err
+					stopOnce.Do(func() { close(stop) })
+					for range jobs { // drain: the reader stops at the next send
+					}
+					return
+				}
+			}
+		}()
+	}
+	err := readUnpack(tar.NewReader(r), dirs, jobs, stop)
+	close(jobs)
+	wg.Wait()
+	select {
+	case werr := <-errc:
+		return werr
+	default:
+	}
+	return err
+}
+
+// unpackWorkers write the small files of an unpack.
+const unpackWorkers = 4
+
+// unpackInline is the size from which a file is written by the reader
+// itself rather than held in memory for a worker.
+const unpackInline = 1 << 20
+
+// unpackJob is one entry for a worker.
+type unpackJob struct {
+	name, link string
+	perm       fs.FileMode
+	data       []byte
+	symlink    bool
+}
+
+func (j unpackJob) write(dirs *dirCache) error {
+	if j.symlink {
+		return writeSymlink(dirs, j.name, j.link)
+	}
+	return writeFile(dirs, j.name, j.perm, bytes.NewReader(j.data))
+}
+
+// readUnpack reads the tar, writing large files and directories itself
+// and handing the rest to the workers, until the tar ends or stop closes.
+func readUnpack(tr *tar.Reader, dirs *dirCache, jobs chan<- unpackJob, stop <-chan struct{}) error {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -303,25 +365,44 @@ func unpack(root *os.Root, r io.Reader) error {
 		if err := checkName(name); err != nil {
 			return err
 		}
+		var job unpackJob
 		switch h.Typeflag {
 		case tar.TypeDir:
-			_, err = dirs.get(name)
+			if _, err := dirs.get(name); err != nil {
+				return err
+			}
+			continue
 		case tar.TypeReg:
-			err = writeFile(dirs, name, fs.FileMode(h.Mode).Perm(), tr)
+			perm := fs.FileMode(h.Mode).Perm()
+			if h.Size >= unpackInline {
+				if err := writeFile(dirs, name, perm, tr); err != nil {
+					return err
+				}
+				continue
+			}
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				return fmt.Errorf("read the tar: %w", err)
+			}
+			job = unpackJob{name: name, perm: perm, data: data}
 		case tar.TypeSymlink:
-			err = writeSymlink(dirs, name, h.Linkname)
+			job = unpackJob{name: name, link: h.Linkname, symlink: true}
 		default:
-			err = fmt.Errorf("%s: unsupported entry type %q", name, h.Typeflag)
+			return fmt.Errorf("%s: unsupported entry type %q", name, h.Typeflag)
 		}
-		if err != nil {
-			return err
+		select {
+		case jobs <- job:
+		case <-stop:
+			return nil // a worker failed: its error is returned
 		}
 	}
 }
 
-// dirCache holds the copy's directories opened so far.
+// dirCache holds the copy's directories opened so far. It is safe for
+// concurrent use.
 type dirCache struct {
 	root *os.Root
+	mu   sync.Mutex
 	open map[string]*os.Root
 }
 
@@ -340,10 +421,16 @@ func (c *dirCache) close() {
 // get opens dir, making it (and what it needs above it) when it is
 // missing; a file or symlink where a directory must be is replaced.
 func (c *dirCache) get(dir string) (*os.Root, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.getLocked(dir)
+}
+
+func (c *dirCache) getLocked(dir string) (*os.Root, error) {
 	if r, ok := c.open[dir]; ok {
 		return r, nil
 	}
-	parent, err := c.get(path.Dir(dir))
+	parent, err := c.getLocked(path.Dir(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -368,6 +455,8 @@ func (c *dirCache) get(dir string) (*os.Root, error) {
 
 // forget drops dir and what is below it (it was removed or replaced).
 func (c *dirCache) forget(dir string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for d, r := range c.open {
 		if d == dir || strings.HasPrefix(d, dir+"/") {
 			r.Close()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -83,34 +84,59 @@ func appendEntry(b []byte, e Entry) []byte {
 	return append(b, 0)
 }
 
-// ParseManifest reads a manifest's records.
-func ParseManifest(r io.Reader) ([]Entry, error) {
+// Manifest is a manifest as read: every file (Full), or what changed since
+// the generation the caller asked with.
+type Manifest struct {
+	// Gen names this manifest, for the next delta ("-": none).
+	Gen  string
+	Full bool
+	// Entries are the files (Full), or the files added or changed.
+	Entries []Entry
+	// Deleted are the files gone since (a delta).
+	Deleted []string
+}
+
+// ParseManifest reads a manifest.
+func ParseManifest(r io.Reader) (Manifest, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var out []Entry
+	head, err := br.ReadString(0)
+	f := strings.Fields(strings.TrimSuffix(head, "\x00"))
+	if err != nil || len(f) != 3 || f[0] != manifestMagic || (f[2] != "full" && f[2] != "delta") {
+		return Manifest{}, fmt.Errorf("read the manifest: a bad header %q (%v)", head, err)
+	}
+	m := Manifest{Gen: f[1], Full: f[2] == "full"}
 	for {
 		rec, err := br.ReadString(0)
 		if errors.Is(err, io.EOF) && rec == "" {
-			return out, nil
+			return m, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read the manifest: %w", err)
+			return Manifest{}, fmt.Errorf("read the manifest: %w", err)
 		}
-		fields := strings.SplitN(strings.TrimSuffix(rec, "\x00"), " ", 4)
+		rec = strings.TrimSuffix(rec, "\x00")
+		if p, ok := strings.CutPrefix(rec, "D "); ok && !m.Full {
+			if err := checkName(p); err != nil {
+				return Manifest{}, err
+			}
+			m.Deleted = append(m.Deleted, p)
+			continue
+		}
+		fields := strings.SplitN(rec, " ", 4)
 		if len(fields) != 4 || len(fields[1]) != 40 {
-			return nil, fmt.Errorf("bad manifest record %q", rec)
+			return Manifest{}, fmt.Errorf("bad manifest record %q", rec)
 		}
 		mode, err := modeOf(fields[0])
 		if err != nil {
-			return nil, err
+			return Manifest{}, err
 		}
 		size, err := strconv.ParseInt(fields[2], 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("bad manifest record %q", rec)
+			return Manifest{}, fmt.Errorf("bad manifest record %q", rec)
 		}
 		if err := checkName(fields[3]); err != nil {
-			return nil, err
+			return Manifest{}, err
 		}
-		out = append(out, Entry{Path: fields[3], Mode: mode, Hash: fields[1], Size: size})
+		m.Entries = append(m.Entries, Entry{Path: fields[3], Mode: mode, Hash: fields[1], Size: size})
 	}
 }
 
@@ -139,54 +165,69 @@ func keyOf(st tools.FileStat) statKey {
 // hashed again next time rather than trusted.
 const racyWindow = 2 * time.Second
 
-// hashCache remembers the hashes of files by their stat data. Its file
-// lives in the sandbox: a process there can change it, which can only hide
-// the sandbox's own changes from its manifest (the host hashes everything
-// it fetches itself).
+// hashCache remembers the hashes of files by their stat data, and what
+// the last full manifest said (its generation), so that the next can say
+// only what changed. Its file lives in the sandbox: a process there can
+// change it, which can only hide the sandbox's own changes from its
+// manifest (the host hashes everything it fetches itself).
 type hashCache struct {
+	gen     string
 	entries map[string]cached
 }
 
 type cached struct {
 	key  statKey
 	hash string
+	// racy: the file changed too close to the manifest that hashed it to
+	// trust the hash next time; it is kept to tell whether it changed.
+	racy bool
 }
 
+// cacheMagic starts a cache file: "shiro-ws-manifest GEN\n".
+const cacheMagic = "shiro-ws-manifest"
+
+func emptyCache() *hashCache { return &hashCache{entries: map[string]cached{}} }
+
 func loadCache(name string) *hashCache {
-	c := &hashCache{entries: map[string]cached{}}
 	if name == "" {
-		return c
+		return emptyCache()
 	}
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return c
+		return emptyCache()
 	}
+	nl := bytes.IndexByte(data, '\n')
+	head := strings.Fields(string(data[:max(nl, 0)]))
+	if nl < 0 || len(head) != 2 || head[0] != cacheMagic {
+		return emptyCache()
+	}
+	c := &hashCache{gen: head[1], entries: map[string]cached{}}
+	data = data[nl+1:]
 	for len(data) > 0 {
 		nl := bytes.IndexByte(data, '\n')
 		end := bytes.IndexByte(data, 0)
 		if nl < 0 || end < nl {
-			return &hashCache{entries: map[string]cached{}} // damaged: start over
+			return emptyCache() // damaged: start over
 		}
 		f := bytes.Fields(data[:nl])
 		p := string(data[nl+1 : end])
 		data = data[end+1:]
-		if len(f) != 6 || len(f[5]) != 40 || p == "" {
-			return &hashCache{entries: map[string]cached{}}
+		if len(f) != 7 || len(f[5]) != 40 || p == "" {
+			return emptyCache()
 		}
 		var k statKey
 		var ok [5]bool
-		var ino uint64
 		k.Size, ok[0] = parseInt(f[0])
 		k.MTime, ok[1] = parseInt(f[1])
 		k.CTime, ok[2] = parseInt(f[2])
-		ino, ok[3] = parseUint(f[3], 10)
+		k.Ino, ok[3] = parseUint(f[3], 10)
 		mode, mok := parseUint(f[4], 8)
 		ok[4] = mok
 		if ok != [5]bool{true, true, true, true, true} {
-			return &hashCache{entries: map[string]cached{}}
+			return emptyCache()
 		}
-		k.Ino, k.Mode = ino, fs.FileMode(mode)
-		c.entries[p] = cached{key: k, hash: string(f[5])}
+		k.Mode = fs.FileMode(mode)
+		c.entries[p] = cached{key: k, hash: string(f[5]), racy: string(f[6]) == "r"}
 	}
 	return c
 }
@@ -201,20 +242,22 @@ func parseUint(b []byte, base int) (uint64, bool) {
 	return v, err == nil
 }
 
-// save writes the cache: "SIZE MTIME CTIME INO MODE HASH\nPATH\x00" per
-// file, through a temporary file renamed over the old one.
-func (c *hashCache) save(name string, entries []Entry, keys []statKey, start time.Time) error {
+// save writes the cache of generation gen: "SIZE MTIME CTIME INO MODE
+// HASH r|-\nPATH\x00" per file, through a temporary file renamed over the
+// old one.
+func saveCache(name, gen string, entries []Entry, keys []statKey, start time.Time) error {
 	if name == "" {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 		return err
 	}
-	racy := start.Add(-racyWindow).UnixNano()
-	buf := make([]byte, 0, len(entries)*96)
+	racyAfter := start.Add(-racyWindow).UnixNano()
+	buf := make([]byte, 0, 32+len(entries)*100)
+	buf = append(buf, cacheMagic+" "+gen+"\n"...)
 	for i, e := range entries {
 		k := keys[i]
-		if e.Hash == "" || k.CTime >= racy || k.MTime >= racy {
+		if e.Hash == "" {
 			continue
 		}
 		buf = strconv.AppendInt(buf, k.Size, 10)
@@ -228,7 +271,11 @@ func (c *hashCache) save(name string, entries []Entry, keys []statKey, start tim
 		buf = strconv.AppendUint(buf, uint64(k.Mode), 8)
 		buf = append(buf, ' ')
 		buf = append(buf, e.Hash...)
-		buf = append(buf, '\n')
+		if k.CTime >= racyAfter || k.MTime >= racyAfter {
+			buf = append(buf, " r\n"...)
+		} else {
+			buf = append(buf, " -\n"...)
+		}
 		buf = append(buf, e.Path...)
 		buf = append(buf, 0)
 	}
@@ -240,11 +287,27 @@ func (c *hashCache) save(name string, entries []Entry, keys []statKey, start tim
 	return os.Rename(tmp, name)
 }
 
+// newGeneration names a manifest.
+func newGeneration() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// A manifest's first record says what follows: "shiro-manifest GEN
+// full|delta\x00". A delta (asked for with the generation of the last
+// full or delta manifest the caller read, when the cache still holds it)
+// lists only the files added or changed since, and "D PATH\x00" for each
+// file gone.
+const manifestMagic = "shiro-manifest"
+
 // writeManifest lists the copy's files (only, when onlyMode) with their
-// hashes; cacheFile, when set, remembers hashes between calls.
-func writeManifest(ctx context.Context, root *os.Root, only []string, onlyMode bool, cacheFile string, w io.Writer) error {
+// hashes; cacheFile, when set, remembers hashes between calls, and since,
+// when it names the cache's generation, asks for a delta.
+func writeManifest(ctx context.Context, root *os.Root, only []string, onlyMode bool, cacheFile, since string, w io.Writer) error {
 	start := time.Now()
 	cache := loadCache(cacheFile)
+	delta := !onlyMode && since != "" && since == cache.gen
 	var entries []Entry
 	var keys []statKey
 	add := func(p string, st tools.FileStat) {
@@ -253,7 +316,7 @@ func writeManifest(ctx context.Context, root *os.Root, only []string, onlyMode b
 		}
 		k := keyOf(st)
 		e := Entry{Path: p, Mode: k.Mode, Size: st.Size}
-		if c, ok := cache.entries[p]; ok && c.key == k {
+		if c, ok := cache.entries[p]; ok && c.key == k && !c.racy {
 			e.Hash = c.hash
 		}
 		entries, keys = append(entries, e), append(keys, k)
@@ -277,20 +340,31 @@ func writeManifest(ctx context.Context, root *os.Root, only []string, onlyMode b
 			add(p, st)
 		}
 	} else {
-		err := tools.WalkStat(ctx, root, tools.WalkOptions{DirLinks: true}, func(p string, st tools.FileStat) error {
-			add(p, st)
-			return nil
-		})
-		if err != nil {
+		if err := walkParallel(ctx, root, add); err != nil {
 			return fmt.Errorf("walk the workspace copy: %w", err)
 		}
 	}
 	if err := hashMissing(ctx, root, entries); err != nil {
 		return err
 	}
-	var buf []byte
+	gen, kind := "-", "full"
+	if !onlyMode {
+		gen = newGeneration()
+	}
+	if delta {
+		kind = "delta"
+	}
+	buf := append([]byte(manifestMagic+" "+gen+" "+kind), 0)
+	if _, err := w.Write(buf); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		if e.Hash == "" { // gone while it was read
+			continue
+		}
+		seen[e.Path] = true
+		if c, ok := cache.entries[e.Path]; delta && ok && c.hash == e.Hash && c.key.Mode == e.Mode {
 			continue
 		}
 		buf = appendEntry(buf[:0], e)
@@ -298,8 +372,74 @@ func writeManifest(ctx context.Context, root *os.Root, only []string, onlyMode b
 			return err
 		}
 	}
-	if !onlyMode {
-		_ = cache.save(cacheFile, entries, keys, start) // a cache that cannot be written costs only time
+	if delta {
+		for p := range cache.entries {
+			if !seen[p] {
+				buf = append(append(append(buf[:0], "D "...), p...), 0)
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if onlyMode {
+		return nil
+	}
+	// A cache that cannot be written costs only time (and the next
+	// manifest is full).
+	_ = saveCache(cacheFile, gen, entries, keys, start)
+	return nil
+}
+
+// walkParallel is the walker's listing with lstat data (tools.WalkStat,
+// symlinks to directories included), its top-level directories walked on
+// a few goroutines at once: a walk is mostly system calls, which the
+// kernel serves for several directories at a time. fn is called from
+// this goroutine, the root's files first, then each directory's in turn.
+func walkParallel(ctx context.Context, root *os.Root, fn func(p string, st tools.FileStat)) error {
+	type found struct {
+		path string
+		st   tools.FileStat
+	}
+	var tops []string
+	err := tools.WalkStat(ctx, root, tools.WalkOptions{DirLinks: true, EnterDir: func(rel string) bool {
+		tops = append(tops, rel)
+		return false
+	}}, func(p string, st tools.FileStat) error {
+		fn(p, st)
+		return nil
+	})
+	if err != nil || len(tops) == 0 {
+		return err
+	}
+	lists := make([][]found, len(tops))
+	errs := make([]error, len(tops))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(4, len(tops)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = tools.WalkStat(ctx, root, tools.WalkOptions{Dir: tops[i], DirLinks: true}, func(p string, st tools.FileStat) error {
+					lists[i] = append(lists[i], found{p, st})
+					return nil
+				})
+			}
+		}()
+	}
+	for i := range tops {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, l := range lists {
+		for _, f := range l {
+			fn(f.path, f.st)
+		}
 	}
 	return nil
 }

@@ -114,6 +114,24 @@ func (r *Remote) Manifest(ctx context.Context, paths []string) ([]Entry, error) 
 	} else if r.Cache != "" {
 		args = []string{"--cache", r.Cache}
 	}
+	m, err := r.manifest(ctx, args, stdin)
+	return m.Entries, err
+}
+
+// ManifestSince lists what changed in the copy since the manifest of
+// generation since (a delta), or, when the sandbox's cache no longer
+// holds it (or since is ""), every file (Full).
+func (r *Remote) ManifestSince(ctx context.Context, since string) (Manifest, error) {
+	args := []string{"--cache", r.Cache}
+	if r.Cache == "" {
+		args = nil
+	} else if since != "" {
+		args = append(args, "--since", since)
+	}
+	return r.manifest(ctx, args, nil)
+}
+
+func (r *Remote) manifest(ctx context.Context, args []string, stdin io.Reader) (Manifest, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -123,15 +141,15 @@ func (r *Remote) Manifest(ctx context.Context, paths []string) ([]Entry, error) 
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	entries, perr := ParseManifest(pr)
+	m, perr := ParseManifest(pr)
 	if perr != nil {
 		cancel()
 	}
 	pr.CloseWithError(errors.New("manifest read"))
 	if err := <-done; err != nil && perr == nil {
-		return nil, err
+		return Manifest{}, err
 	}
-	return entries, perr
+	return m, perr
 }
 
 // Pack fetches paths from the copy: fn sees each that exists, as a tar
