@@ -92,11 +92,10 @@ func Open(ctx context.Context, opts Options) (*Copy, []string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st.Base != "" {
-		entries, err := opts.Remote.Manifest(ctx, nil)
-		if err != nil {
+		if err := c.readCopy(ctx); err != nil {
 			return nil, nil, err
 		}
-		if len(entries) > 0 {
+		if len(c.seen) > 0 {
 			c.base = st.Base
 			notices, err := c.sync(ctx)
 			return c, notices, err

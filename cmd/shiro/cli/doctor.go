@@ -252,7 +252,9 @@ func (d *doctor) checkSandbox(ctx context.Context, sc orchestrator.SandboxConfig
 	}
 	defer sb.Close()
 	d.checkTools(ctx, sb)
-	if d.checkWorkspace(ctx, sb, sc.Workspace) {
+	if sb.Info().Copy {
+		d.checkCopy(ctx, sb, sc.Workspace, !eng.Local())
+	} else if d.checkWorkspace(ctx, sb, sc.Workspace) {
 		for _, p := range sb.Protections(ctx) {
 			if p.OK {
 				d.ok(p.Name, "%s", p.Detail)
@@ -391,6 +393,28 @@ func (d *doctor) checkWorkspace(ctx context.Context, sb sandbox.Sandbox, ws stri
 	}
 	d.ok("workspace", "files written in the sandbox belong to you (%d:%d)", me, myGID)
 	return true
+}
+
+// checkCopy checks a sandbox that works on a copy of the workspace: it
+// can write its copy, and what it writes does not reach the workspace.
+func (d *doctor) checkCopy(ctx context.Context, sb sandbox.Sandbox, ws string, remote bool) {
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	name := ".shiro-doctor-" + hex.EncodeToString(suffix[:])
+	res, err := sb.Run(ctx, sandbox.Command{Shell: ": > " + name + " && rm " + name, Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		d.fail("workspace", fmt.Sprintf("the sandbox cannot write its copy of the workspace (exit %d, %v)", res.ExitCode, err), "remove the sandbox (`shiro sandbox rm`); the next session makes it again")
+		return
+	}
+	if _, err := os.Lstat(filepath.Join(ws, name)); err == nil {
+		d.fail("workspace", "copy mode, but a file the sandbox wrote is in the workspace", "remove the sandbox (`shiro sandbox rm`) and report it")
+		return
+	}
+	why := "--workspace copy"
+	if remote {
+		why = "the engine is not on this machine"
+	}
+	d.ok("workspace", "a copy in the sandbox (%s): your files change only when you apply its changes (/apply, or --apply with -p); git on this machine never sees what the sandbox does", why)
 }
 
 // checkProvider checks the API key and asks the endpoint for its models.
