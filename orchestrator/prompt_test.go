@@ -8,7 +8,7 @@ import (
 func TestSystemPromptSectionsInOrderTaskListLast(t *testing.T) {
 	t.Parallel()
 	in := PromptInput{
-		Workspace:    "/work/p",
+		Workspace:    "/home/dev/p",
 		Offered:      []string{"read_file", "bash", "ask", "todo_write", "mcp__docs__search"},
 		Gated:        []string{"bash", "mcp__docs__search"},
 		Interactive:  true,
@@ -49,7 +49,7 @@ func TestSystemPromptWithEveryToolStaysShort(t *testing.T) {
 		offered = append(offered, name)
 	}
 	offered = append(offered, gitTools...)
-	got := SystemPrompt(PromptInput{Workspace: "/work/p", Offered: offered, Gated: []string{"bash"}, Interactive: true, Sandboxed: true})
+	got := SystemPrompt(PromptInput{Workspace: "/home/dev/p", Offered: offered, Gated: []string{"bash"}, Interactive: true, Sandboxed: true})
 	if len(got) > 4000 {
 		t.Errorf("the prompt with every tool is %d characters, want at most 4,000:\n%s", len(got), got)
 	}

@@ -57,7 +57,7 @@ func conversation() []llm.Message {
 func TestSaveLoadRoundTrip(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	rec := NewRecord("/work/p", "anthropic", "claude-sonnet-4-5")
+	rec := NewRecord("/home/dev/p", "anthropic", "claude-sonnet-4-5")
 	rec.InputTokens, rec.OutputTokens = 1200, 340
 	rec.Todos = json.RawMessage(`[{"content":"x","status":"pending"}]`)
 	rec.Messages = conversation()

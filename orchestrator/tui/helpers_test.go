@@ -241,7 +241,7 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 	m.out.keep = true
 	// Keys answer forms at once; the type-ahead guard has its own tests.
 	m.guardFor = 0
-	m.opts.Workspace = "/work/project" // shown in the header; the real one is a temporary directory
+	m.opts.Workspace = "/home/dev/project" // shown in the header; the real one is a temporary directory
 	m.Update(tea.WindowSizeMsg{Width: width, Height: 40})
 	m.sandboxReady(sandboxMsg{info: sandbox.Info{Kind: "docker", Image: "shiro-sandbox:test", Container: "shiro-ws-test"}})
 	f := &fixture{t: t, app: app, sess: sess, m: m, ws: opts.Workspace, home: home}

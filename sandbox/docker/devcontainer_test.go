@@ -8,7 +8,7 @@ import (
 
 func TestParseDevcontainer(t *testing.T) {
 	t.Parallel()
-	const ws = "/work/proj"
+	const ws = "/home/dev/proj"
 	tests := []struct {
 		name        string
 		file        string
@@ -36,7 +36,7 @@ func TestParseDevcontainer(t *testing.T) {
 				for k, v := range dc.Args {
 					got[k] = *v
 				}
-				if got["A"] != "1" || got["WS"] != "proj" || got["DIR"] != "/work/proj/x" {
+				if got["A"] != "1" || got["WS"] != "proj" || got["DIR"] != "/home/dev/proj/x" {
 					t.Errorf("args %v", got)
 				}
 			},
