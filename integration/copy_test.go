@@ -116,14 +116,30 @@ func TestCopyModeHeadless(t *testing.T) {
 
 	// The user edits a file between turns; the next turn sees it in the
 	// sandbox; then everything is applied.
-	if err := os.WriteFile(filepath.Join(ws, "src/x.go"), []byte("package x // the user's\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	h.secondCopyRun(srv, ws, env, []string{"--workspace", "copy"}, head, map[string]string{
+		"a.txt":      "-rw-r--r-- ALPHA\n",
+		"b.txt":      "-rw-r--r-- BETA\n",
+		"run.sh":     "-rwxr-xr-x #!/bin/sh\necho run\n",
+		"d/new.txt":  "-rw-r--r-- new\n",
+		"src/x.go":   "-rw-r--r-- package x // the user's\n",
+		".gitignore": "-rw-r--r-- build/\n",
+	}, "[applied] 5 files changed: 1 created, 1 deleted, 3 modified")
+}
+
+// secondCopyRun edits src/x.go as the user, runs a turn that reads it in
+// the sandbox with --apply (flags choose the sandbox), and checks that the
+// edit reached the sandbox, that the workspace holds want and the user's
+// files only, that stat was printed, and that the host's repository is
+// still at head and runs nothing of the sandbox's.
+func (h *hostile) secondCopyRun(srv *fakemodel.Server, ws string, env, flags []string, head string, want map[string]string, stat string) {
+	t := h.t
+	t.Helper()
+	h.writeOwned(filepath.Join(ws, "src/x.go"), "package x // the user's\n", 0o644)
 	srv.Push(
 		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c2", Name: "bash", Input: bashJSON("cat src/x.go", 0)}}},
 		fakemodel.Reply{Text: "Seen."},
 	)
-	res = h.shiro(ws, env, "-c", "-p", "--yolo", "--workspace", "copy", "--apply", "look at x.go")
+	res := h.shiro(ws, env, append(append([]string{"-c", "-p", "--yolo", "--apply"}, flags...), "look at x.go")...)
 	if res.code != 0 {
 		t.Fatalf("second run: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
@@ -131,19 +147,11 @@ func TestCopyModeHeadless(t *testing.T) {
 	if !providers[0].paired(t, reqs[len(reqs)-1].JSON(), "c2", "the user's") {
 		t.Errorf("the user's edit did not reach the sandbox")
 	}
-	want := map[string]string{
-		"a.txt":      "-rw-r--r-- ALPHA\n",
-		"b.txt":      "-rw-r--r-- BETA\n",
-		"run.sh":     "-rwxr-xr-x #!/bin/sh\necho run\n",
-		"d/new.txt":  "-rw-r--r-- new\n",
-		"src/x.go":   "-rw-r--r-- package x // the user's\n",
-		".gitignore": "-rw-r--r-- build/\n",
-	}
 	if got := h.tree(ws); !sameTree(got, want) {
 		t.Errorf("after --apply the workspace holds\n %v\nwant\n %v\nstderr: %s", got, want, res.stderr)
 	}
-	if !strings.Contains(res.stderr, "[applied] 5 files changed: 1 created, 1 deleted, 3 modified") {
-		t.Errorf("the apply's diff stat is missing:\n%s", res.stderr)
+	if !strings.Contains(res.stderr, stat) {
+		t.Errorf("the apply's diff stat (%q) is missing:\n%s", stat, res.stderr)
 	}
 	h.ownedByUser(ws)
 	if got := h.git(ws, "rev-parse", "HEAD"); got != head {

@@ -82,37 +82,12 @@ func TestKubeCopyModeHeadless(t *testing.T) {
 
 	// The user edits a file between turns; the pod sees it; then the
 	// session's changes are applied.
-	h.writeOwned(filepath.Join(ws, "src/x.go"), "package x // the user's\n", 0o644)
-	srv.Push(
-		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c2", Name: "bash", Input: bashJSON("cat src/x.go", 0)}}},
-		fakemodel.Reply{Text: "Seen."},
-	)
-	res = h.shiro(ws, env, append(append([]string{"-c", "-p", "--yolo", "--apply"}, flags...), "look at x.go")...)
-	if res.code != 0 {
-		t.Fatalf("second run: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
-	}
-	reqs = srv.Requests()
-	if !providers[0].paired(t, reqs[len(reqs)-1].JSON(), "c2", "the user's") {
-		t.Errorf("the user's edit did not reach the pod")
-	}
-	want := map[string]string{
+	h.secondCopyRun(srv, ws, env, flags, head, map[string]string{
 		"a.txt":      "-rw-r--r-- ALPHA\n",
 		"b.txt":      "-rw-r--r-- beta\n",
 		"run.sh":     "-rwxr-xr-x #!/bin/sh\necho run\n",
 		"d/new.txt":  "-rw-r--r-- new\n",
 		"src/x.go":   "-rw-r--r-- package x // the user's\n",
 		".gitignore": "-rw-r--r-- build/\n",
-	}
-	if got := h.tree(ws); !sameTree(got, want) {
-		t.Errorf("after --apply the workspace holds\n %v\nwant\n %v\nstderr: %s", got, want, res.stderr)
-	}
-	if !strings.Contains(res.stderr, "[applied] 4 files changed: 1 created, 1 deleted, 2 modified") {
-		t.Errorf("the apply's diff stat is missing:\n%s", res.stderr)
-	}
-	h.ownedByUser(ws)
-	if got := h.git(ws, "rev-parse", "HEAD"); got != head {
-		t.Errorf("the apply moved the host's HEAD: %s", got)
-	}
-	h.hostGit(ws)
-	h.noMarker()
+	}, "[applied] 4 files changed: 1 created, 1 deleted, 2 modified")
 }

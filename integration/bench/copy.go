@@ -3,19 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/shiroagent/shiro/internal/treegen"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/sandbox/kube"
-	"github.com/shiroagent/shiro/tools"
 	"github.com/shiroagent/shiro/tools/copymode"
 )
 
@@ -38,36 +35,12 @@ func copyBench(ctx context.Context, r *report) error {
 }
 
 func copyBenchOn(ctx context.Context, r *report, where string, open func(ws string) (sandbox.Sandbox, func(), error)) error {
-	dir, err := os.MkdirTemp("", "shiro-bench-copy-")
+	g, err := newGeneratedTree(ctx, "shiro-bench-copy-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		return err
-	}
-	if err := treegen.Generate(ws, 100_000, 1); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	var files []string
-	listed := 0
-	if err := tools.Walk(ctx, root, tools.WalkOptions{}, func(p string, mode fs.FileMode) error {
-		listed++
-		// The changes below are written by a shell: names it would need
-		// quoting for are left out of them.
-		if base := filepath.Base(p); mode.IsRegular() && base != ".gitignore" && base != ".shiroignore" && !strings.ContainsAny(p, " '\\\"$`") {
-			files = append(files, p)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
+	defer g.close()
+	dir, ws, root, files, listed := g.dir, g.ws, g.root, g.files, g.listed
 	st, err := checkpoint.Open(filepath.Join(dir, "store"), root, checkpoint.Options{})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/shiroagent/shiro/internal/treegen"
@@ -19,33 +20,12 @@ import (
 // rest on a walk), and an undo of 1,000 changed files; the walker over the
 // same tree is the baseline.
 func undoBench(ctx context.Context, r *report) error {
-	dir, err := os.MkdirTemp("", "shiro-bench-undo-")
+	g, err := newGeneratedTree(ctx, "shiro-bench-undo-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		return err
-	}
-	if err := treegen.Generate(ws, 100_000, 1); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	var files []string
-	if err := tools.Walk(ctx, root, tools.WalkOptions{}, func(p string, mode fs.FileMode) error {
-		// Rewriting an ignore file would change what is listed.
-		if base := filepath.Base(p); mode.IsRegular() && base != ".gitignore" && base != ".shiroignore" {
-			files = append(files, p)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
+	defer g.close()
+	dir, ws, root, files := g.dir, g.ws, g.root, g.files
 	if len(files) < 1100 {
 		return fmt.Errorf("the generated tree lists only %d files", len(files))
 	}
@@ -141,4 +121,52 @@ func undoBench(ctx context.Context, r *report) error {
 	r.add("writing those 1,000 files with os.WriteFile (baseline)", ms(median(write)), "", true)
 	r.add("undo / writing", fmt.Sprintf("%.2fx", float64(median(undo))/float64(median(write))), "", true)
 	return nil
+}
+
+// generatedTree is the 100,000-file generated tree in a temporary
+// directory (dir/ws), opened, with the files the walker lists (listed)
+// and, of those, the regular files a test may rewrite (files: no ignore
+// file, whose change would change what is listed, and no name a shell
+// would need quoted).
+type generatedTree struct {
+	dir, ws string
+	root    *os.Root
+	files   []string
+	listed  int
+}
+
+func newGeneratedTree(ctx context.Context, prefix string) (*generatedTree, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, err
+	}
+	g := &generatedTree{dir: dir, ws: filepath.Join(dir, "ws")}
+	fail := func(err error) (*generatedTree, error) { g.close(); return nil, err }
+	if err := os.Mkdir(g.ws, 0o755); err != nil {
+		return fail(err)
+	}
+	if err := treegen.Generate(g.ws, 100_000, 1); err != nil {
+		return fail(err)
+	}
+	if g.root, err = os.OpenRoot(g.ws); err != nil {
+		return fail(err)
+	}
+	err = tools.Walk(ctx, g.root, tools.WalkOptions{}, func(p string, mode fs.FileMode) error {
+		g.listed++
+		if base := filepath.Base(p); mode.IsRegular() && base != ".gitignore" && base != ".shiroignore" && !strings.ContainsAny(p, " '\\\"$`") {
+			g.files = append(g.files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+func (g *generatedTree) close() {
+	if g.root != nil {
+		g.root.Close()
+	}
+	os.RemoveAll(g.dir)
 }

@@ -61,9 +61,7 @@ func (m *Model) listChanges(apply bool) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	m.beginBusy()
-	rt := m.rt
-	return tea.Batch(rt.job(m.turnID, func(ctx context.Context) turnEndMsg {
+	return m.busyJob(func(ctx context.Context) tea.Msg {
 		ch, err := c.Changes(ctx)
 		msg := changesMsg{ch: ch, apply: apply, err: err}
 		if err == nil {
@@ -75,9 +73,8 @@ func (m *Model) listChanges(apply bool) tea.Cmd {
 				msg.patches = append(msg.patches, patch)
 			}
 		}
-		rt.app.post(msg)
-		return turnEndMsg{}
-	}), spin(m.turnID))
+		return msg
+	})
 }
 
 // fileNote says why a change will not be applied, if it will not.
@@ -163,13 +160,10 @@ func (m *Model) applyChanges(ch workcopy.Changes) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	m.beginBusy()
-	rt := m.rt
-	return tea.Batch(rt.job(m.turnID, func(ctx context.Context) turnEndMsg {
+	return m.busyJob(func(ctx context.Context) tea.Msg {
 		res, err := c.Apply(ctx, ch, nil)
-		rt.app.post(appliedMsg{res: res, err: err})
-		return turnEndMsg{}
-	}), spin(m.turnID))
+		return appliedMsg{res: res, err: err}
+	})
 }
 
 // applied reports the apply.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -416,6 +417,17 @@ func (m *Model) beginBusy() {
 	m.turnID++
 	m.busy = true
 	m.turn = turnState{}
+}
+
+// busyJob runs work as a turn of its own (the spinner shows, esc
+// interrupts it) and hands the message it returns to the UI.
+func (m *Model) busyJob(work func(ctx context.Context) tea.Msg) tea.Cmd {
+	m.beginBusy()
+	rt := m.rt
+	return tea.Batch(rt.job(m.turnID, func(ctx context.Context) turnEndMsg {
+		rt.app.post(work(ctx))
+		return turnEndMsg{}
+	}), spin(m.turnID))
 }
 
 // turnEnded drops the turn's live state, says how it ended when it did

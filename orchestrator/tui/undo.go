@@ -80,9 +80,7 @@ func (m *Model) cmdUndo(arg string) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	m.beginBusy()
-	rt := m.rt
-	return tea.Batch(rt.job(m.turnID, func(ctx context.Context) turnEndMsg {
+	return m.busyJob(func(ctx context.Context) tea.Msg {
 		p, err := u.PlanUndo(ctx, n)
 		msg := undoPlanMsg{plan: p, err: err}
 		if err == nil {
@@ -91,9 +89,8 @@ func (m *Model) cmdUndo(arg string) tea.Cmd {
 				msg.patches = append(msg.patches, patch)
 			}
 		}
-		rt.app.post(msg)
-		return turnEndMsg{}
-	}), spin(m.turnID))
+		return msg
+	})
 }
 
 // undoPlanned shows the plan and asks.
@@ -178,13 +175,10 @@ func (m *Model) applyUndo(p *orchestrator.UndoPlan, overwrite bool) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	m.beginBusy()
-	rt := m.rt
-	return tea.Batch(rt.job(m.turnID, func(ctx context.Context) turnEndMsg {
+	return m.busyJob(func(ctx context.Context) tea.Msg {
 		done, kept, rewound, err := u.Undo(ctx, p, overwrite)
-		rt.app.post(undoneMsg{plan: p, done: done, kept: kept, rewound: rewound, err: err})
-		return turnEndMsg{}
-	}), spin(m.turnID))
+		return undoneMsg{plan: p, done: done, kept: kept, rewound: rewound, err: err}
+	})
 }
 
 // undone reports the undo.

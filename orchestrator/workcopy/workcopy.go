@@ -36,7 +36,6 @@ import (
 	"sync"
 
 	"github.com/shiroagent/shiro/internal/atomicfile"
-	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/sandbox/gitshadow"
 	"github.com/shiroagent/shiro/tools/copymode"
@@ -137,7 +136,7 @@ func (c *Copy) copyIn(ctx context.Context) ([]string, error) {
 			}
 		}
 		for _, p := range append(large, hidden...) {
-			if err := c.packHostFile(tw, p); err != nil {
+			if err := copymode.PackRegular(tw, c.opts.Root, p); err != nil {
 				return err
 			}
 		}
@@ -200,30 +199,6 @@ func writeEntry(tw *tar.Writer, p string, mode fs.FileMode, data []byte) error {
 	return err
 }
 
-// packHostFile adds the workspace's regular file p, read through the root.
-func (c *Copy) packHostFile(tw *tar.Writer, p string) error {
-	f, err := confine.OpenRegular(c.opts.Root, p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, confine.ErrNotRegular) {
-			return nil
-		}
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if err := tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeReg, Mode: int64(fi.Mode().Perm()), Size: fi.Size()}); err != nil {
-		return err
-	}
-	n, err := io.Copy(tw, io.LimitReader(f, fi.Size()))
-	if err == nil && n < fi.Size() {
-		_, err = tw.Write(make([]byte, fi.Size()-n))
-	}
-	return err
-}
-
 // packGitDir adds the workspace's .git directory, when it is one (not a
 // gitfile or a symlink: a repository whose git directory lies elsewhere
 // has none in the copy). The copy's repository is the sandbox's from then
@@ -247,7 +222,7 @@ func (c *Copy) packGitDir(tw *tar.Writer) error {
 			}
 			return tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeSymlink, Linkname: target, Mode: 0o777})
 		case d.Type().IsRegular():
-			return c.packHostFile(tw, p)
+			return copymode.PackRegular(tw, c.opts.Root, p)
 		}
 		return nil
 	})

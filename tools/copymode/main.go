@@ -249,7 +249,7 @@ func pack(root *os.Root, names []string, w io.Writer) error {
 				return err
 			}
 		case fi.Mode().IsRegular():
-			if err := packFile(tw, root, name); err != nil {
+			if err := PackRegular(tw, root, name); err != nil {
 				return err
 			}
 		}
@@ -257,9 +257,9 @@ func pack(root *os.Root, names []string, w io.Writer) error {
 	return tw.Close()
 }
 
-// packFile adds the regular file name: its size is the descriptor's, so a
-// file that grows meanwhile cannot break the tar.
-func packFile(tw *tar.Writer, root *os.Root, name string) error {
+// PackRegular adds the regular file name, read through root, to tw (see
+// TarFile); a name that is missing, or not a regular file, is left out.
+func PackRegular(tw *tar.Writer, root *os.Root, name string) error {
 	f, err := confine.OpenRegular(root, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, confine.ErrNotRegular) {
@@ -268,6 +268,13 @@ func packFile(tw *tar.Writer, root *os.Root, name string) error {
 		return err
 	}
 	defer f.Close()
+	return TarFile(tw, name, f)
+}
+
+// TarFile adds the open regular file f to tw as name, with its permission
+// bits. Its size is the descriptor's when it is added, so a file that
+// grows meanwhile cannot break the tar, and one that shrinks is padded.
+func TarFile(tw *tar.Writer, name string, f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -276,10 +283,7 @@ func packFile(tw *tar.Writer, root *os.Root, name string) error {
 		return err
 	}
 	n, err := io.Copy(tw, io.LimitReader(f, fi.Size()))
-	if err != nil {
-		return err
-	}
-	if n < fi.Size() { // it shrank: pad, the host hashes what came
+	if err == nil && n < fi.Size() {
 		_, err = tw.Write(make([]byte, fi.Size()-n))
 	}
 	return err
