@@ -9,37 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shiroagent/shiro/internal/dirstate"
 )
 
 // state describes a tree on disk: path -> "mode content" (a symlink's
 // target for a link), directories as "dir".
 func state(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == "." {
-			return nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			out[rel] = "link " + target
-		case fi.IsDir():
-			out[rel] = "dir"
-		default:
-			data, _ := os.ReadFile(p)
-			out[rel] = fi.Mode().Perm().String() + " " + string(data)
-		}
-		return nil
-	})
+	out, err := dirstate.Describe(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,18 @@ func (m *Model) undoer() (undoer, bool) {
 	return u, true
 }
 
+// undoerFor is the session's undoer and the number arg gives (def when
+// empty); ok is false, with the error printed, when either is missing.
+func (m *Model) undoerFor(arg string, def int) (undoer, int, bool) {
+	n, err := turnCount(arg, def)
+	if err != nil {
+		m.printError(err.Error())
+		return nil, 0, false
+	}
+	u, ok := m.undoer()
+	return u, n, ok
+}
+
 // turnCount parses /undo's and /diff's argument: empty is def.
 func turnCount(arg string, def int) (int, error) {
 	if arg == "" {
@@ -71,12 +83,7 @@ func turnCount(arg string, def int) (int, error) {
 
 // cmdUndo is /undo [N]: show what the last N turns changed, then ask.
 func (m *Model) cmdUndo(arg string) tea.Cmd {
-	n, err := turnCount(arg, 1)
-	if err != nil {
-		m.printError(err.Error())
-		return nil
-	}
-	u, ok := m.undoer()
+	u, n, ok := m.undoerFor(arg, 1)
 	if !ok {
 		return nil
 	}
@@ -201,12 +208,7 @@ func (m *Model) undone(msg undoneMsg) {
 
 // cmdDiff is /diff [N]: the session's changes, or turn N's.
 func (m *Model) cmdDiff(arg string) tea.Cmd {
-	turn, err := turnCount(arg, 0)
-	if err != nil {
-		m.printError(err.Error())
-		return nil
-	}
-	u, ok := m.undoer()
+	u, turn, ok := m.undoerFor(arg, 0)
 	if !ok {
 		return nil
 	}
