@@ -209,6 +209,10 @@ func (c *sessionCopy) wrap(list []tools.Tool) []tools.Tool {
 // workspace.
 func (s *Session) CopyMode() bool { return s.copy != nil }
 
+// SandboxOpened reports whether the session has opened its sandbox (a
+// tool needed it, or StartSandbox ran).
+func (s *Session) SandboxOpened() bool { return s.sandbox.Opened() }
+
 // copyNow opens the sandbox (making the copy) and returns the copy.
 func (s *Session) copyNow(ctx context.Context) (*workcopy.Copy, error) {
 	if s.copy == nil {

@@ -59,6 +59,13 @@ func (l *Lazy) Get(ctx context.Context) (sandbox.Sandbox, error) {
 	return l.sb, nil
 }
 
+// Opened reports whether the sandbox has been opened.
+func (l *Lazy) Opened() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sb != nil
+}
+
 // Run implements sandbox.Sandbox.
 func (l *Lazy) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
 	sb, err := l.Get(ctx)

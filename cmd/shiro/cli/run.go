@@ -112,7 +112,10 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 		fmt.Fprintf(f.ErrOut, "[notice] %s\n", n)
 	}
 	sendErr := sess.Send(ctx, prompt, printer.event)
-	if sess.CopyMode() && ctx.Err() == nil {
+	// In copy mode the run ends saying what waits in the sandbox's copy
+	// (or applying it) — unless nothing opened the sandbox and nothing is
+	// to be applied: then there is nothing new to say.
+	if sess.CopyMode() && ctx.Err() == nil && (opts.Apply || sess.SandboxOpened()) {
 		if err := finishCopy(ctx, sess, printer, opts.Apply); err != nil {
 			fmt.Fprintf(f.ErrOut, "shiro: %v\n", err)
 			printer.sawError = true
