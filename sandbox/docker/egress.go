@@ -76,7 +76,7 @@ type tunnel struct {
 	demux  chan struct{} // closed when the exec's output ends
 	served chan struct{} // closed when Egress.Serve returns
 	// sock is the session's Unix socket (local engines), removed on close.
-	sock     net.Listener
+	sock     *net.UnixListener
 	sockPath string
 	// trust is the environment pointing commands at the CA bundle, when
 	// the proxy intercepts hosts for credentials.
@@ -87,13 +87,13 @@ type tunnel struct {
 // streams it carries, or on a Unix socket in dir when dir is set.
 func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Options, stderr io.Writer, dir, session string) (*tunnel, error) {
 	argv := []string{h.helperPath(), "helper", "forward"}
-	var sock net.Listener
+	var sock *net.UnixListener
 	var sockPath string
 	if dir != "" {
 		name := "s-" + session + ".sock"
 		sockPath = filepath.Join(dir, name)
 		_ = os.Remove(sockPath)
-		if l, err := net.Listen("unix", sockPath); err == nil {
+		if l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sockPath, Net: "unix"}); err == nil {
 			sock = l
 			argv = append(argv, "--socket", path.Join(egressMount, name))
 		}
@@ -137,7 +137,9 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 	if sock != nil {
 		var port int
 		port, err = helper.ReadForwardPort(bufio.NewReader(pr))
-		t = &helper.Tunnel{Listener: sock, Port: port}
+		if err == nil {
+			t = &helper.Tunnel{Listener: helper.PassListener(sock), Port: port}
+		}
 		go func() { _, _ = io.Copy(io.Discard, pr) }() // until the exec ends
 	} else {
 		t, err = helper.AcceptTunnel(pr, att.Conn, closeIO)
@@ -151,6 +153,7 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 	tu.t = t
 	if ca, ok := opts.Egress.(interface{ CACert() []byte }); ok && ca.CACert() != nil {
 		if tu.trust, err = e.installTrust(ctx, c.id, ca.CACert(), opts.UID); err != nil {
+			_ = t.Close()
 			att.Close()
 			<-tu.demux
 			closeSock(sock, sockPath)
@@ -164,7 +167,7 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 	return tu, nil
 }
 
-func closeSock(l net.Listener, p string) {
+func closeSock(l *net.UnixListener, p string) {
 	if l != nil {
 		l.Close()
 		_ = os.Remove(p)
