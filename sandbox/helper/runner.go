@@ -414,6 +414,12 @@ func (p *Process) startReaped(c *exec.Cmd, pool *reaperPool, files []*os.File) e
 		}
 		p.reaper = r
 		err = r.start(p, m, files)
+		if errors.Is(err, errReaperDied) {
+			// It died after it got the request, so the command may have
+			// started and killed it before the answer went out: what
+			// carries the marker goes, as after any reaper's death.
+			_ = KillMarker(p.marker, false)
+		}
 		// An idle reaper may have died unnoticed (a command killed it):
 		// then another one.
 		if !errors.Is(err, errNotSent) || try > 0 {
