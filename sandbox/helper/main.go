@@ -95,7 +95,9 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		return Serve(ctx, stdin, stdout, opts)
+		in, closeIn := pollable(stdin)
+		defer closeIn()
+		return Serve(ctx, in, stdout, opts)
 	case "reap":
 		var opts ReapOptions
 		fs.StringVar(&opts.SessionID, "session", "", "session id (for a kill from outside)")
@@ -126,7 +128,9 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		return Forward(ctx, stdin, stdout, *socket)
+		in, closeIn := pollable(stdin)
+		defer closeIn()
+		return Forward(ctx, in, stdout, *socket)
 	}
 	return usageError{fmt.Errorf("unknown command %q (want init, serve, reap, kill or git)", verb)}
 }
