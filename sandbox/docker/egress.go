@@ -53,21 +53,26 @@ type Egress interface {
 	Register(c sandbox.Caller) (token string, release func() []string)
 }
 
-// egressMount is where a local engine's container sees the directory of
-// its sessions' proxy sockets.
-const egressMount = "/.shiro/egress"
+// sockMount is where a local engine's container sees the directory of
+// its sessions' sockets: the command channel's, and in ask mode the
+// egress proxy's.
+const sockMount = "/.shiro/sock"
 
-// egressDir is the host directory of the workspace's proxy sockets, bind-
-// mounted read-only at egressMount: a Unix socket carries a connection at
-// the kernel's speed where the exec's streams go through the engine. Only
-// a local engine (a unix:// host) can mount it; "" otherwise, and the
-// exec carries the connections.
-func (e *Engine) egressDir(opts Options, wsID string) string {
-	if opts.Network != NetworkAsk || opts.Egress == nil || e.stateDir == "" || !strings.HasPrefix(e.host, "unix://") {
+// socketDir is the host directory of the workspace's session sockets,
+// bind-mounted read-only at sockMount: a Unix socket carries a connection
+// at the kernel's speed where the exec's streams go through the engine.
+// Only a local engine (a unix:// host) can mount it; "" otherwise, and the
+// exec's streams carry everything.
+func (e *Engine) socketDir(opts Options, wsID string) string {
+	if e.stateDir == "" || !strings.HasPrefix(e.host, "unix://") {
 		return ""
 	}
-	return filepath.Join(e.stateDir, "egress", workspaceVolumeKey(opts.Workspace, wsID))
+	return filepath.Join(e.stateDir, "sockets", workspaceVolumeKey(opts.Workspace, wsID))
 }
+
+// maxSocketPath is the longest path a Unix socket may have here (the
+// kernel's limit is 108 bytes with the terminating NUL).
+const maxSocketPath = 100
 
 // tunnel is one session's forward exec and the proxy served on it.
 type tunnel struct {
@@ -91,11 +96,9 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 	var sockPath string
 	if dir != "" {
 		name := "s-" + session + ".sock"
-		sockPath = filepath.Join(dir, name)
-		_ = os.Remove(sockPath)
-		if l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sockPath, Net: "unix"}); err == nil {
-			sock = l
-			argv = append(argv, "--socket", path.Join(egressMount, name))
+		if l, p := listenSocket(dir, name); l != nil {
+			sock, sockPath = l, p
+			argv = append(argv, "--socket", path.Join(sockMount, name))
 		}
 		// A path too long for a socket: the exec carries the connections.
 	}
@@ -106,10 +109,6 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 		AttachStderr: true,
 		Cmd:          argv,
 	})
-	if err == nil && sock != nil {
-		// The forwarder runs as the command user, the socket's owner.
-		err = os.Chmod(sockPath, 0o600)
-	}
 	if err != nil {
 		closeSock(sock, sockPath)
 		return nil, fmt.Errorf("start the network forwarder in %s: %w", c.name, err)
@@ -165,6 +164,25 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 		_ = opts.Egress.Serve(t)
 	}()
 	return tu, nil
+}
+
+// listenSocket listens on the socket name in dir, for the command user
+// (the socket's owner) alone; nil when that cannot be (a path too long).
+func listenSocket(dir, name string) (*net.UnixListener, string) {
+	p := filepath.Join(dir, name)
+	if len(p) > maxSocketPath {
+		return nil, ""
+	}
+	_ = os.Remove(p)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
+	if err != nil {
+		return nil, ""
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		closeSock(l, p)
+		return nil, ""
+	}
+	return l, p
 }
 
 func closeSock(l *net.UnixListener, p string) {

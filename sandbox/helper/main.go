@@ -21,7 +21,7 @@ import (
 // command: init, serve, reap, kill and git, as
 //
 //	[helper] init  [--idle D] [--poll D]
-//	[helper] serve --session ID [--git-root DIR --git-layout JSON]
+//	[helper] serve --session ID [--git-root DIR --git-layout JSON] [--channel SOCKET]
 //	[helper] reap  [--session ID] [--oom-score-adj N]
 //	[helper] kill  --session ID | --marker M
 //	[helper] git   export|import|keep ...
@@ -76,6 +76,7 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		session := fs.String("session", "", "session id (prefix of every command's marker)")
 		gitRoot := fs.String("git-root", "", "the shadow git directory whose state to report after each command")
 		gitLayout := fs.String("git-layout", "", "the shadow's layout (JSON)")
+		channel := fs.String("channel", "", "serve on this Unix socket, after sending it the token read from stdin")
 		if err := parse(); err != nil {
 			return err
 		}
@@ -97,7 +98,7 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		defer stop()
 		in, closeIn := pollable(stdin)
 		defer closeIn()
-		return Serve(ctx, in, stdout, opts)
+		return serveChannel(ctx, in, stdout, stderr, *channel, opts)
 	case "reap":
 		var opts ReapOptions
 		fs.StringVar(&opts.SessionID, "session", "", "session id (for a kill from outside)")
