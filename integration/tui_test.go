@@ -58,9 +58,12 @@ func (s *tmuxSession) waitGone(what string, within time.Duration) string {
 	}
 }
 
-// quit presses ctrl-c on an idle UI and waits for the process to end.
+// quit waits for the UI to be idle, presses ctrl-c and waits for the
+// process to end. A turn's last words are on the screen a moment before it
+// ends, and a ctrl-c in that moment cancels the turn instead of quitting.
 func (s *tmuxSession) quit() {
 	s.t.Helper()
+	s.waitGone("esc to interrupt", 30*time.Second)
 	s.press("C-c")
 	deadline := time.Now().Add(30 * time.Second)
 	for strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{pane_dead}")) != "1" {
