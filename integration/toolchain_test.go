@@ -227,7 +227,7 @@ func TestDevcontainerCannotRunOnTheHostOrWidenTheSandbox(t *testing.T) {
 		case m.Destination == ws, m.Destination == "/home/shiro", m.Destination == "/.shiro/state":
 		case m.Type == "volume" && (m.Destination == filepath.Join(ws, ".git") || m.Destination == "/.shiro/shadow"):
 		case m.Destination == "/.shiro/host" && m.Source == filepath.Join(ws, ".git") && !m.RW:
-		case m.Destination == "/.shiro/egress" && m.Type == "bind" && !m.RW: // the egress proxy's socket (ask mode)
+		case m.Destination == "/.shiro/sock" && m.Type == "bind" && !m.RW: // the session sockets (channel, egress proxy)
 		default:
 			t.Errorf("unexpected mount %+v", m)
 		}

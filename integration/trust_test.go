@@ -401,6 +401,6 @@ func TestTrustTUIForm(t *testing.T) {
 	if strings.Count(scr, "instructions: AGENTS.md") < 2 {
 		t.Errorf("/context does not name the instruction file:\n%s", scr)
 	}
-	s.press("Escape")
+	s.dismiss("pruning threshold")
 	s.quit()
 }

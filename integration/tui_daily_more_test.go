@@ -48,7 +48,7 @@ func TestTUIErrorsAreOneLineAndRetriesShow(t *testing.T) {
 		if !strings.Contains(scr, "404 Not Found") || strings.Contains(scr, "<") || strings.Contains(scr, "nginx") {
 			t.Errorf("the listing's failure:\n%s", s.screen())
 		}
-		s.press("Escape")
+		s.dismiss("could not list models")
 		s.quit()
 	})
 }
@@ -131,14 +131,14 @@ func TestTUIToolLinesSayWhatHappened(t *testing.T) {
 			s.press("PageUp")
 			time.Sleep(typingPause)
 		}
-		s.press("Escape")
+		s.dismiss("(2 of 2)")
 		// /tools says bash is always allowed now.
 		s.keys("/tools", true)
 		scr = s.waitFor("esc to dismiss", 5*time.Second)
 		if !regexpRow(scr, `bash\s+core\s+allowed`) {
 			t.Errorf("/tools does not show the grant:\n%s", scr)
 		}
-		s.press("Escape")
+		s.dismiss("esc to dismiss")
 		s.quit()
 	})
 }
@@ -183,7 +183,7 @@ func TestTUIReasoningStaysAndComesBackOnResume(t *testing.T) {
 		r.waitFor("thinking · 10 tokens · ctrl-o to expand", 5*time.Second)
 		r.press("C-o")
 		r.waitFor("The user wants a haiku about terminals.", 5*time.Second)
-		r.press("Escape")
+		r.dismiss("The user wants a haiku about terminals.")
 		r.quit()
 	})
 }
@@ -230,7 +230,7 @@ func TestTUISmallThings(t *testing.T) {
 		s.keys("/resume", true)
 		s.waitFor("Resume which session?", 10*time.Second)
 		s.waitFor("up/down move", 5*time.Second)
-		s.press("Escape")
+		s.dismiss("Resume which session?")
 		s.quit()
 	})
 }
@@ -271,7 +271,7 @@ func TestTUIAlwaysAllowACommandsPrefix(t *testing.T) {
 			s.press("PageDown")
 			time.Sleep(typingPause)
 		}
-		s.press("Escape")
+		s.dismiss("esc to dismiss")
 		s.quit()
 	})
 }

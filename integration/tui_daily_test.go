@@ -226,7 +226,9 @@ func TestTUICtrlCNeverQuitsMidTurn(t *testing.T) {
 		cancelled("while a reply streams")
 
 		s.keys("think first", true)
-		s.waitFor("thinking", 20*time.Second)
+		// The reasoning's live line; the session's header says "thinking:"
+		// too, so the bare word is on the screen before the model is asked.
+		s.waitFor("thinking… ~", 20*time.Second)
 		cancelled("while the model thinks")
 
 		s.keys("run something", true)

@@ -90,7 +90,7 @@ func TestTUITaskAndSubagentPanels(t *testing.T) {
 	}
 	s.keys("/todos", true)
 	s.waitFor("2/2 done", 5*time.Second)
-	s.press("Escape")
+	s.dismiss("2/2 done")
 	s.keys("/clear", true)
 	s.waitGone("[x] report it", 5*time.Second)
 	s.quit()
@@ -199,7 +199,7 @@ func TestTUIMCPToolAsksAndMCPListsTheServer(t *testing.T) {
 	if !strings.Contains(scr, "6 tools: mcp__srv__") || !strings.Contains(scr, "mcp__srv__echo") {
 		t.Errorf("/mcp lacks the server's tools:\n%s", scr)
 	}
-	s.press("Escape")
+	s.dismiss("srv  (project config, stdio, sandbox)")
 	s.keys("echo something", true)
 	s.waitFor("mcp__srv__echo wants to run", 20*time.Second)
 	scr = s.waitFor("y allow once", 5*time.Second)

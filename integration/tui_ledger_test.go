@@ -79,7 +79,7 @@ func TestTUILedgerCountsEveryRequest(t *testing.T) {
 	if !strings.Contains(scr, spend) {
 		t.Errorf("/cost lacks %q:\n%s", spend, scr)
 	}
-	s.press("Escape")
+	s.dismiss(billed)
 	s.quit()
 
 	// The saved record.
@@ -109,6 +109,6 @@ func TestTUILedgerCountsEveryRequest(t *testing.T) {
 	if !strings.Contains(scr, spend) {
 		t.Errorf("/cost after -c lacks %q:\n%s", spend, scr)
 	}
-	s.press("Escape")
+	s.dismiss(billed)
 	s.quit()
 }

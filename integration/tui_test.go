@@ -58,9 +58,23 @@ func (s *tmuxSession) waitGone(what string, within time.Duration) string {
 	}
 }
 
-// quit presses ctrl-c on an idle UI and waits for the process to end.
+// dismiss presses Escape and waits until what it closes (gone, a text it
+// shows) has left the screen. A key sent right behind an Escape can reach
+// shiro in the same read, and the terminal parser takes the two for one
+// alt+key: the Escape is lost (and a ctrl-c that should quit closes the
+// form the Escape left open).
+func (s *tmuxSession) dismiss(gone string) {
+	s.t.Helper()
+	s.press("Escape")
+	s.waitGone(gone, 5*time.Second)
+}
+
+// quit waits for the UI to be idle, presses ctrl-c and waits for the
+// process to end. A turn's last words are on the screen a moment before it
+// ends, and a ctrl-c in that moment cancels the turn instead of quitting.
 func (s *tmuxSession) quit() {
 	s.t.Helper()
+	s.waitGone("esc to interrupt", 30*time.Second)
 	s.press("C-c")
 	deadline := time.Now().Add(30 * time.Second)
 	for strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{pane_dead}")) != "1" {

@@ -1,9 +1,12 @@
 package docker
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -15,10 +18,12 @@ import (
 )
 
 // channel is one long-lived exec of the helper carrying every command of a
-// session over its stdin and stdout.
+// session: over a Unix socket in the session sockets directory on a local
+// engine (helper.DialChannel), over the exec's stdin and stdout otherwise.
 type channel struct {
 	client *helper.Client
 	conn   client.HijackedResponse
+	sock   *net.UnixConn // nil when the exec's streams carry the messages
 	demux  chan struct{} // closed when the output demultiplexer stops
 }
 
@@ -71,9 +76,24 @@ func baseEnv(opts Options, imagePath string) []string {
 	return append(env, opts.Env...)
 }
 
+// channelWait bounds how long a new channel may take to say which way it
+// carries the messages (the helper's start, on a loaded machine).
+const channelWait = 30 * time.Second
+
 // openChannel starts `helper serve` in the container and connects a client
-// to it. stderr receives the helper's own diagnostics.
-func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Options, session string, stderr io.Writer, serveArgs []string) (*channel, error) {
+// to it, over a socket in dir when dir is set (see helper.DialChannel).
+// stderr receives the helper's own diagnostics.
+func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Options, session string, stderr io.Writer, serveArgs []string, dir string) (*channel, error) {
+	argv := append([]string{h.helperPath(), "helper", "serve", "--session", session}, serveArgs...)
+	var sock *net.UnixListener
+	var sockPath string
+	if dir != "" {
+		name := "c-" + session + ".sock"
+		if sock, sockPath = listenSocket(dir, name); sock != nil {
+			argv = append(argv, "--channel", path.Join(sockMount, name))
+			defer closeSock(sock, sockPath) // once connected, nothing more is to connect
+		}
+	}
 	exec, err := e.ctr.ExecCreate(ctx, c.id, client.ExecCreateOptions{
 		User:         strconv.Itoa(opts.UID) + ":" + strconv.Itoa(opts.GID),
 		AttachStdin:  true,
@@ -81,7 +101,7 @@ func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Opti
 		AttachStderr: true,
 		Env:          baseEnv(opts, c.path),
 		WorkingDir:   opts.Workspace,
-		Cmd:          append([]string{h.helperPath(), "helper", "serve", "--session", session}, serveArgs...),
+		Cmd:          argv,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the command channel in %s: %w", c.name, err)
@@ -100,13 +120,67 @@ func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Opti
 		}
 		pw.CloseWithError(err)
 	}()
-	ch.client = helper.NewClient(pr, closeWriter{&ch.conn})
+	if sock == nil {
+		ch.client = helper.NewClient(pr, closeWriter{&ch.conn})
+		return ch, nil
+	}
+	out := bufio.NewReader(pr)
+	conn, err := ch.connect(ctx, sock, out)
+	if err != nil {
+		att.Close()
+		<-ch.demux
+		return nil, fmt.Errorf("connect to the command channel in %s: %w", c.name, err)
+	}
+	if conn == nil { // the helper serves on the exec's streams
+		ch.client = helper.NewClient(out, closeWriter{&ch.conn})
+		return ch, nil
+	}
+	ch.sock = conn
+	ch.client = helper.NewClient(conn, sockCloser{conn})
 	return ch, nil
 }
 
-// close ends the session: the helper sees EOF on its stdin, kills every
+// connect sends the helper the token on its stdin and waits for its
+// connection on sock, or for the line that says it serves on its stdout
+// (conn is nil then; out is left at the first message).
+func (ch *channel) connect(ctx context.Context, sock *net.UnixListener, out *bufio.Reader) (*net.UnixConn, error) {
+	token := helper.ChannelToken()
+	if _, err := io.WriteString(ch.conn.Conn, token+"\n"); err != nil {
+		return nil, fmt.Errorf("send the token: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, channelWait)
+	defer cancel()
+	refused := make(chan error, 1)
+	go func() { // ends at the helper's line, or with the exec's output
+		line, err := out.ReadString('\n')
+		fallback := err == nil && strings.TrimSuffix(line, "\n") == helper.SocketRefused
+		if err == nil && !fallback {
+			err = fmt.Errorf("the helper wrote %q on its stdout", line)
+		}
+		refused <- err // nil: the client reads out from here on
+		cancel()       // no connection is coming (once connect returned, a no-op)
+		if !fallback {
+			_, _ = io.Copy(io.Discard, out) // the helper's stdout is not the channel
+		}
+	}()
+	conn, err := helper.AcceptChannel(ctx, sock, token)
+	if err == nil {
+		return conn, nil
+	}
+	select {
+	case err := <-refused:
+		return nil, err
+	default:
+		return nil, err // ctx's: the output reader stops with the exec
+	}
+}
+
+// close ends the session: the helper sees EOF on its channel, kills every
 // process the session started and exits.
 func (ch *channel) close() error {
+	if ch.sock != nil {
+		_ = ch.sock.CloseWrite()
+	}
 	_ = ch.conn.CloseWrite()
 	select {
 	case <-ch.demux:
@@ -115,6 +189,9 @@ func (ch *channel) close() error {
 	ch.conn.Close()
 	<-ch.demux
 	ch.client.Close() //nolint:errcheck // its writer is already half-closed; nothing new to report
+	if ch.sock != nil {
+		_ = ch.sock.Close()
+	}
 	return nil
 }
 
@@ -135,5 +212,14 @@ type closeWriter struct{ h *client.HijackedResponse }
 func (w closeWriter) Write(p []byte) (int, error) { return w.h.Conn.Write(p) }
 func (w closeWriter) Close() error {
 	_ = w.h.CloseWrite() // a second close, or one after the conn died, changes nothing
+	return nil
+}
+
+// sockCloser turns Close into a half-close of the channel's socket, so the
+// helper reads EOF while its last messages can still arrive.
+type sockCloser struct{ *net.UnixConn }
+
+func (w sockCloser) Close() error {
+	_ = w.CloseWrite()
 	return nil
 }

@@ -98,9 +98,9 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 	for _, ro := range git.ReadOnly {
 		extra = append(extra, "ro:"+ro)
 	}
-	egress := e.egressDir(opts, wsID)
-	if egress != "" {
-		extra = append(extra, "egress:"+egress)
+	socks := e.socketDir(opts, wsID)
+	if socks != "" {
+		extra = append(extra, "sockets:"+socks)
 	}
 	copyVol := ""
 	if opts.copyMode() {
@@ -123,8 +123,8 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 		mounts[slices.IndexFunc(mounts, func(m mount.Mount) bool { return m.Target == opts.Workspace })] =
 			mount.Mount{Type: mount.TypeVolume, Source: copyVol, Target: opts.Workspace, VolumeOptions: &mount.VolumeOptions{Labels: labels(copyVol)}}
 	}
-	if egress != "" {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: egress, Target: egressMount, ReadOnly: true})
+	if socks != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: socks, Target: sockMount, ReadOnly: true})
 	}
 	idle := strconv.FormatInt(int64(spec.IdleTimeout/time.Second), 10) + "s"
 	pids := spec.Pids

@@ -41,21 +41,26 @@ func networkMode(n string) string {
 // proxy, sandbox/egress).
 type Egress = sandbox.Egress
 
-// egressMount is where a local engine's container sees the directory of
-// its sessions' proxy sockets.
-const egressMount = "/.shiro/egress"
+// sockMount is where a local engine's container sees the directory of
+// its sessions' sockets: the command channel's, and in ask mode the
+// egress proxy's.
+const sockMount = "/.shiro/sock"
 
-// egressDir is the host directory of the workspace's proxy sockets, bind-
-// mounted read-only at egressMount: a Unix socket carries a connection at
-// the kernel's speed where the exec's streams go through the engine. Only
-// a local engine (a unix:// host) can mount it; "" otherwise, and the
-// exec carries the connections.
-func (e *Engine) egressDir(opts Options, wsID string) string {
-	if opts.Network != NetworkAsk || opts.Egress == nil || e.stateDir == "" || !e.Local() {
+// socketDir is the host directory of the workspace's session sockets,
+// bind-mounted read-only at sockMount: a Unix socket carries a connection
+// at the kernel's speed where the exec's streams go through the engine.
+// Only a local engine (a unix:// host) can mount it; "" otherwise, and the
+// exec's streams carry everything.
+func (e *Engine) socketDir(opts Options, wsID string) string {
+	if e.stateDir == "" || !e.Local() {
 		return ""
 	}
-	return filepath.Join(e.stateDir, "egress", workspaceVolumeKey(opts.Workspace, wsID))
+	return filepath.Join(e.stateDir, "sockets", workspaceVolumeKey(opts.Workspace, wsID))
 }
+
+// maxSocketPath is the longest path a Unix socket may have here (the
+// kernel's limit is 108 bytes with the terminating NUL).
+const maxSocketPath = 100
 
 // tunnel is one session's forward exec and the proxy served on it.
 type tunnel struct {
@@ -64,7 +69,7 @@ type tunnel struct {
 	demux  chan struct{} // closed when the exec's output ends
 	served chan struct{} // closed when Egress.Serve returns
 	// sock is the session's Unix socket (local engines), removed on close.
-	sock     net.Listener
+	sock     *net.UnixListener
 	sockPath string
 	// trust is the environment pointing commands at the CA bundle, when
 	// the proxy intercepts hosts for credentials.
@@ -75,15 +80,13 @@ type tunnel struct {
 // streams it carries, or on a Unix socket in dir when dir is set.
 func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Options, stderr io.Writer, dir, session string) (*tunnel, error) {
 	argv := []string{h.helperPath(), "helper", "forward"}
-	var sock net.Listener
+	var sock *net.UnixListener
 	var sockPath string
 	if dir != "" {
 		name := "s-" + session + ".sock"
-		sockPath = filepath.Join(dir, name)
-		_ = os.Remove(sockPath)
-		if l, err := net.Listen("unix", sockPath); err == nil {
-			sock = l
-			argv = append(argv, "--socket", path.Join(egressMount, name))
+		if l, p := listenSocket(dir, name); l != nil {
+			sock, sockPath = l, p
+			argv = append(argv, "--socket", path.Join(sockMount, name))
 		}
 		// A path too long for a socket: the exec carries the connections.
 	}
@@ -94,10 +97,6 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 		AttachStderr: true,
 		Cmd:          argv,
 	})
-	if err == nil && sock != nil {
-		// The forwarder runs as the command user, the socket's owner.
-		err = os.Chmod(sockPath, 0o600)
-	}
 	if err != nil {
 		closeSock(sock, sockPath)
 		return nil, fmt.Errorf("start the network forwarder in %s: %w", c.name, err)
@@ -125,7 +124,9 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 	if sock != nil {
 		var port int
 		port, err = helper.ReadForwardPort(bufio.NewReader(pr))
-		t = &helper.Tunnel{Listener: sock, Port: port}
+		if err == nil {
+			t = &helper.Tunnel{Listener: helper.PassListener(sock), Port: port}
+		}
 		go func() { _, _ = io.Copy(io.Discard, pr) }() // until the exec ends
 	} else {
 		t, err = helper.AcceptTunnel(pr, att.Conn, closeIO)
@@ -139,6 +140,7 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 	tu.t = t
 	if ca, ok := opts.Egress.(interface{ CACert() []byte }); ok && ca.CACert() != nil {
 		if tu.trust, err = e.installTrust(ctx, c.id, ca.CACert(), opts.UID); err != nil {
+			_ = t.Close()
 			att.Close()
 			<-tu.demux
 			closeSock(sock, sockPath)
@@ -152,7 +154,26 @@ func (e *Engine) openTunnel(ctx context.Context, c ctr, h helperFile, opts Optio
 	return tu, nil
 }
 
-func closeSock(l net.Listener, p string) {
+// listenSocket listens on the socket name in dir, for the command user
+// (the socket's owner) alone; nil when that cannot be (a path too long).
+func listenSocket(dir, name string) (*net.UnixListener, string) {
+	p := filepath.Join(dir, name)
+	if len(p) > maxSocketPath {
+		return nil, ""
+	}
+	_ = os.Remove(p)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
+	if err != nil {
+		return nil, ""
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		closeSock(l, p)
+		return nil, ""
+	}
+	return l, p
+}
+
+func closeSock(l *net.UnixListener, p string) {
 	if l != nil {
 		l.Close()
 		_ = os.Remove(p)

@@ -90,10 +90,10 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	s := &Sandbox{e: e, opts: opts, helper: h, base: hex.EncodeToString(id[:]), logs: io.Discard, wsID: wsID, git: git}
-	if d := e.egressDir(opts, wsID); d != "" {
+	if d := e.socketDir(opts, wsID); d != "" {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			s.closeBoundary()
-			return nil, fmt.Errorf("make the sandbox's proxy socket directory: %w", err)
+			return nil, fmt.Errorf("make the sandbox's socket directory: %w", err)
 		}
 	}
 	e.sweep(ctx)
@@ -183,13 +183,14 @@ func (s *Sandbox) connect(ctx context.Context) error {
 	if s.git != nil {
 		serveArgs = s.git.serveArgs()
 	}
-	ch, err := s.e.openChannel(ctx, c, s.helper, s.opts, s.session(), s.logs, serveArgs)
+	socks := s.e.socketDir(s.opts, s.wsID)
+	ch, err := s.e.openChannel(ctx, c, s.helper, s.opts, s.session(), s.logs, serveArgs, socks)
 	if err != nil {
 		return err
 	}
 	s.c, s.ch = c, ch
 	if s.opts.Network == NetworkAsk && s.opts.Egress != nil {
-		tun, err := s.e.openTunnel(ctx, c, s.helper, s.opts, s.logs, s.e.egressDir(s.opts, s.wsID), s.session())
+		tun, err := s.e.openTunnel(ctx, c, s.helper, s.opts, s.logs, socks, s.session())
 		if err != nil {
 			_ = ch.close()
 			s.ch = nil

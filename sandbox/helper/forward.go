@@ -97,8 +97,9 @@ func Forward(ctx context.Context, in io.Reader, out io.Writer, socket string) er
 	}
 }
 
-// forwardToSocket carries each connection accepted on l to the Unix socket
-// until in ends or ctx is done.
+// forwardToSocket hands each connection accepted on l over to the host
+// through the Unix socket (see passByte), or carries it there when the
+// socket cannot take it, until in ends or ctx is done.
 func forwardToSocket(ctx context.Context, l net.Listener, in io.Reader, socket string) error {
 	stop := make(chan struct{})
 	go func() {
@@ -123,8 +124,12 @@ func forwardToSocket(ctx context.Context, l net.Listener, in io.Reader, socket s
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			u, err := net.Dial("unix", socket)
+			u, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
 			if err != nil {
+				return
+			}
+			if handOver(u, c) {
+				_ = u.Close()
 				return
 			}
 			splice(c, u)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -61,57 +60,4 @@ func TestForwardCarriesConnectionsToTheHost(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Forward: %v", err)
 	}
-}
-
-// TestForwardToASocket: with a socket, each connection to the forwarder's
-// port reaches the Unix socket, and the end of stdin stops the forwarder.
-func TestForwardToASocket(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	sock := filepath.Join(t.TempDir(), "p.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			line, _ := bufio.NewReader(c).ReadString('\n')
-			io.WriteString(c, "via socket: "+line)
-			c.Close()
-		}
-	}()
-	stdin, stdinW := io.Pipe()
-	stdoutR, stdout := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- Forward(context.Background(), stdin, stdout, sock)
-		stdout.Close()
-	}()
-	br := bufio.NewReader(stdoutR)
-	port, err := ReadForwardPort(br)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, br) //nolint:errcheck // ends when the forwarder closes stdout
-	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(c, "ping\n")
-	got, _ := io.ReadAll(c)
-	c.Close()
-	if string(got) != "via socket: ping\n" {
-		t.Errorf("got %q", got)
-	}
-	stdinW.Close()
-	if err := <-done; err != nil {
-		t.Errorf("Forward: %v", err)
-	}
-	l.Close()
-	<-served
 }

@@ -22,7 +22,7 @@ import (
 // command: init, serve, reap, kill and git, as
 //
 //	[helper] init  [--idle D] [--poll D]
-//	[helper] serve --session ID [--git-root DIR --git-layout JSON] [--env-stdin]
+//	[helper] serve --session ID [--git-root DIR --git-layout JSON] [--env-stdin] [--channel SOCKET]
 //	[helper] reap  [--session ID] [--oom-score-adj N]
 //	[helper] kill  --session ID | --marker M
 //	[helper] git   export|import|keep ...
@@ -78,6 +78,7 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		gitRoot := fs.String("git-root", "", "the shadow git directory whose state to report after each command")
 		gitLayout := fs.String("git-layout", "", "the shadow's layout (JSON)")
 		envStdin := fs.Bool("env-stdin", false, "read NAME=value entries for the base environment from the first line of stdin (a JSON array), before the protocol")
+		channel := fs.String("channel", "", "serve on this Unix socket, after sending it the token read from stdin")
 		if err := parse(); err != nil {
 			return err
 		}
@@ -104,7 +105,9 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		return Serve(ctx, stdin, stdout, opts)
+		in, closeIn := pollable(stdin)
+		defer closeIn()
+		return serveChannel(ctx, in, stdout, stderr, *channel, opts)
 	case "reap":
 		var opts ReapOptions
 		fs.StringVar(&opts.SessionID, "session", "", "session id (for a kill from outside)")
@@ -135,7 +138,9 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		return Forward(ctx, stdin, stdout, *socket)
+		in, closeIn := pollable(stdin)
+		defer closeIn()
+		return Forward(ctx, in, stdout, *socket)
 	}
 	return usageError{fmt.Errorf("unknown command %q (want init, serve, reap, kill or git)", verb)}
 }

@@ -138,28 +138,6 @@ func readReapRequests(conn *net.UnixConn, out chan<- reapRequest, stop <-chan st
 	}
 }
 
-// parseRights returns the descriptors an SCM_RIGHTS message carried.
-func parseRights(oob []byte) []*os.File {
-	if len(oob) == 0 {
-		return nil
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var files []*os.File
-	for _, m := range msgs {
-		fds, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			files = append(files, os.NewFile(uintptr(fd), "reaper-fd"))
-		}
-	}
-	return files
-}
-
 // reapState is the reaper's one goroutine that starts, reaps and kills: as
 // nothing else reaps, a pid it reads from /proc stays reserved until it
 // reaps it, so it never signals a reused pid.

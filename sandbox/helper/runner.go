@@ -36,7 +36,7 @@ type Runner struct {
 	env         []string
 	dir         string
 	grace       time.Duration
-	oomFiles    []string
+	oom         *oomCounter
 	reaper      []string
 	oomScoreAdj int
 	seq         atomic.Uint64
@@ -85,7 +85,7 @@ func NewRunner(sessionID string, opts ...RunnerOption) (*Runner, error) {
 	if err := ValidateSessionID(sessionID); err != nil {
 		return nil, fmt.Errorf("new runner: %w", err)
 	}
-	r := &Runner{sessionID: sessionID, env: os.Environ(), grace: DefaultPipeGrace, oomFiles: oomFiles, reaper: DefaultReaper()}
+	r := &Runner{sessionID: sessionID, env: os.Environ(), grace: DefaultPipeGrace, oom: newOOMCounter(oomFiles), reaper: DefaultReaper()}
 	for _, o := range opts {
 		o(r)
 	}
@@ -194,7 +194,7 @@ func (r *Runner) start(ctx context.Context, cmd sandbox.Command, c *exec.Cmd, sh
 		shell:      shell,
 		timeout:    cmd.Timeout,
 		grace:      r.grace,
-		oomFiles:   r.oomFiles,
+		oom:        r.oom,
 		afterGrace: r.afterGrace,
 		exited:     make(chan struct{}),
 		drained:    make(chan struct{}),
@@ -291,7 +291,7 @@ type Process struct {
 	shell      string
 	timeout    time.Duration
 	grace      time.Duration
-	oomFiles   []string
+	oom        *oomCounter
 	afterGrace func()
 
 	pid       int
@@ -363,7 +363,7 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) (err
 		}
 	}
 
-	p.oomBefore, p.oomKnown = readOOMKills(p.oomFiles)
+	p.oomBefore, p.oomKnown = p.oom.read()
 	p.started = time.Now()
 	if pool != nil {
 		err = p.startReaped(c, pool, []*os.File{inR, outW, errW})
@@ -414,6 +414,12 @@ func (p *Process) startReaped(c *exec.Cmd, pool *reaperPool, files []*os.File) e
 		}
 		p.reaper = r
 		err = r.start(p, m, files)
+		if errors.Is(err, errReaperDied) {
+			// It died after it got the request, so the command may have
+			// started and killed it before the answer went out: what
+			// carries the marker goes, as after any reaper's death.
+			_ = KillMarker(p.marker, false)
+		}
 		// An idle reaper may have died unnoticed (a command killed it):
 		// then another one.
 		if !errors.Is(err, errNotSent) || try > 0 {
@@ -591,7 +597,7 @@ func (p *Process) Wait() (sandbox.Result, error) {
 	if res.TimedOut {
 		res.ExitCode, res.Signal = 128+9, "SIGKILL"
 	}
-	if after, ok := readOOMKills(p.oomFiles); ok && p.oomKnown && after > p.oomBefore {
+	if after, ok := p.oom.read(); ok && p.oomKnown && after > p.oomBefore {
 		res.OutOfMemory = true
 	}
 	res.Duration = time.Since(p.started)

@@ -78,7 +78,7 @@ func TestRunnerOutOfMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newTestRunner(t)
-	r.oomFiles = []string{filepath.Join(t.TempDir(), "missing"), events}
+	r.oom = newOOMCounter([]string{filepath.Join(t.TempDir(), "missing"), events})
 	tests := []struct {
 		name, shell string
 		oom         bool

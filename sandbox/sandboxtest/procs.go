@@ -15,7 +15,7 @@ import (
 	"github.com/shiroagent/shiro/sandbox"
 )
 
-// findScript prints "pid pgid sid marked cmdline" for every process whose
+// findScript prints "pid ppid pgid sid marked cmdline" for every process whose
 // command line holds $1, itself excepted, by scanning /proc: it needs only
 // sh and tr, so it works in any image (grep, where there is one, makes it
 // faster). marked is 1 when the process's environment holds
@@ -23,7 +23,7 @@ import (
 // argument, not part of the script, so only this sh's own command line holds
 // it, and that one is skipped.
 const findScript = `p=$1
-fields() { pgid=$3; sid=$4; }
+fields() { ppid=$2; pgid=$3; sid=$4; }
 if command -v grep >/dev/null 2>&1; then
   set -- $(grep -lsaF -e "$p" /proc/[0-9]*/cmdline)
 else
@@ -38,12 +38,12 @@ for f; do
   fields ${s##*) }
   e=$(tr '\0' ' ' 2>/dev/null < "$d/environ")
   case " $e" in *" ` + sandbox.MarkerEnv + `="*) m=1;; *) m=0;; esac
-  echo "${d#/proc/} $pgid $sid $m $c"
+  echo "${d#/proc/} $ppid $pgid $sid $m $c"
 done`
 
 // Proc is a process Processes found.
 type Proc struct {
-	Pid, Pgid, Sid int
+	Pid, Ppid, Pgid, Sid int
 	// Marked says the environment holds sandbox.MarkerEnv.
 	Marked  bool
 	Cmdline string // arguments joined by spaces
@@ -64,19 +64,20 @@ func Processes(t testing.TB, sb sandbox.Sandbox, pattern string) []Proc {
 	}
 	var procs []Proc
 	for line := range strings.Lines(out.String()) {
-		f := strings.SplitN(strings.TrimSpace(line), " ", 5)
-		if len(f) < 5 {
+		f := strings.SplitN(strings.TrimSpace(line), " ", 6)
+		if len(f) < 6 {
 			continue
 		}
 		var p Proc
-		var err1, err2, err3 error
+		var err1, err2, err3, err4 error
 		p.Pid, err1 = strconv.Atoi(f[0])
-		p.Pgid, err2 = strconv.Atoi(f[1])
-		p.Sid, err3 = strconv.Atoi(f[2])
-		if err := errors.Join(err1, err2, err3); err != nil {
+		p.Ppid, err2 = strconv.Atoi(f[1])
+		p.Pgid, err3 = strconv.Atoi(f[2])
+		p.Sid, err4 = strconv.Atoi(f[3])
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			t.Fatalf("list processes: bad line %q: %v", line, err)
 		}
-		p.Marked, p.Cmdline = f[3] == "1", f[4]
+		p.Marked, p.Cmdline = f[4] == "1", f[5]
 		procs = append(procs, p)
 	}
 	return procs

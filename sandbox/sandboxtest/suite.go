@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -503,6 +504,28 @@ func (r *Escapes) IsLoop(cmdline string) bool {
 		strings.Contains(cmdline, "escape-"+r.Token+"-")
 }
 
+// loops finds each loop in procs (a zero Proc where it is missing). A loop
+// forks for each sleep and date, and the child has the loop's command line
+// until it execs, in the loop's session and group: the loop is the match
+// whose parent is not one.
+func (r *Escapes) loops(procs []Proc) []Proc {
+	found := make([]Proc, len(escapes))
+	for i, f := range r.Files {
+		var matches []Proc
+		for _, p := range procs {
+			if r.IsLoop(p.Cmdline) && strings.Contains(p.Cmdline, filepath.Base(f)+"'") {
+				matches = append(matches, p)
+			}
+		}
+		for _, p := range matches {
+			if !slices.ContainsFunc(matches, func(q Proc) bool { return q.Pid == p.Ppid }) {
+				found[i] = p
+			}
+		}
+	}
+	return found
+}
+
 // Sizes returns the size of each file (0 when missing; -1 each when Via
 // cannot read them).
 func (r *Escapes) Sizes() []int64 {
@@ -569,20 +592,9 @@ func (r *Escapes) Remove() {
 // written its file, and checks that each really escaped.
 func waitEscapes(t *testing.T, r *Escapes, checker sandbox.Sandbox, shell string) {
 	t.Helper()
-	loops := func(procs []Proc) []Proc {
-		found := make([]Proc, len(escapes))
-		for _, p := range procs {
-			for i, f := range r.Files {
-				if r.IsLoop(p.Cmdline) && strings.Contains(p.Cmdline, filepath.Base(f)+"'") {
-					found[i] = p
-				}
-			}
-		}
-		return found
-	}
 	procs, ok := WaitProcesses(t, checker, r.Token, startWait, func(procs []Proc) bool {
 		sizes := r.Sizes()
-		for i, p := range loops(procs) {
+		for i, p := range r.loops(procs) {
 			if p.Pid == 0 || sizes[i] <= 0 {
 				return false
 			}
@@ -592,7 +604,7 @@ func waitEscapes(t *testing.T, r *Escapes, checker sandbox.Sandbox, shell string
 	if !ok {
 		t.Fatalf("the escaped loops did not all run and write within %v; processes: %q", startWait, procs)
 	}
-	for i, p := range loops(procs) {
+	for i, p := range r.loops(procs) {
 		if e := escapes[i]; e.check != nil {
 			if msg := e.check(p, shell); msg != "" {
 				t.Errorf("escape %q did not escape: %s (pid %d, pgid %d, sid %d, marked %v)", e.name, msg, p.Pid, p.Pgid, p.Sid, p.Marked)
