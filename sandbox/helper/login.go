@@ -56,6 +56,14 @@ func (r *Runner) loginEnvironment(ctx context.Context, bash string) []string {
 	return l.env
 }
 
+// loginEnv is the captured login environment; nil before the capture or
+// when it failed.
+func (r *Runner) loginEnv() []string {
+	r.login.mu.Lock()
+	defer r.login.mu.Unlock()
+	return r.login.env
+}
+
 // loginID and the ".login" marker suffix set the capture apart from the
 // session's numbered commands.
 const loginID = math.MaxUint64

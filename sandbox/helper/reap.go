@@ -17,7 +17,8 @@ import (
 // line; a start request carries the command's stdout, stderr and stdin as
 // file descriptors (SCM_RIGHTS).
 //
-//	runner → reaper  start {id, path, args, env, dir}   + 3 fds
+//	runner → reaper  start {id, path, args, env, dir[, files]}
+//	                                                     + 3 fds (files: 4)
 //	                 kill  {id}                          kill the command's subtree
 //	                 EOF                                 kill the subtree, exit
 //	reaper → runner  started {id, pid} | failed {id, errno, error}
@@ -46,6 +47,9 @@ type reapMsg struct {
 	Args []string `json:"args,omitempty"`
 	Env  []string `json:"env,omitempty"`
 	Dir  string   `json:"dir,omitempty"`
+	// Files is how many descriptors the start carries when not reapFiles:
+	// a warm shell's fourth is the pipe its script arrives on.
+	Files int `json:"files,omitempty"`
 
 	// started, failed
 	Pid   int    `json:"pid,omitempty"`
@@ -58,8 +62,19 @@ type reapMsg struct {
 }
 
 // reapFiles is how many descriptors a start request carries: stdin,
-// stdout, stderr.
-const reapFiles = 3
+// stdout, stderr; maxReapFiles, with a warm shell's script pipe.
+const (
+	reapFiles    = 3
+	maxReapFiles = 4
+)
+
+// fileCount is how many descriptors m carries.
+func (m reapMsg) fileCount() int {
+	if m.Files > 0 {
+		return min(m.Files, maxReapFiles)
+	}
+	return reapFiles
+}
 
 // ReapOptions configures Reap.
 type ReapOptions struct {

@@ -120,7 +120,7 @@ func readReapRequests(conn *net.UnixConn, out chan<- reapRequest, stop <-chan st
 			if req.Op == reapStart {
 				// A start's descriptors arrive with its first byte, so
 				// they are here by the time its line is complete.
-				k := min(reapFiles, len(fds))
+				k := min(req.fileCount(), len(fds))
 				req.files, fds = fds[:k:k], fds[k:]
 			}
 			select {
@@ -184,8 +184,8 @@ func (r *reapState) start(req reapRequest) {
 		fail(fmt.Errorf("reaper busy with command %d", r.id))
 		return
 	}
-	if len(req.files) != reapFiles {
-		fail(fmt.Errorf("start: got %d descriptors, want %d", len(req.files), reapFiles))
+	if len(req.files) != req.fileCount() {
+		fail(fmt.Errorf("start: got %d descriptors, want %d", len(req.files), req.fileCount()))
 		return
 	}
 	p, err := os.StartProcess(req.Path, req.Args, &os.ProcAttr{

@@ -42,6 +42,7 @@ type Runner struct {
 	seq         atomic.Uint64
 	pool        *reaperPool // nil without a reaper
 	login       loginEnv
+	warm        shellWarmer
 
 	afterGrace func() // test hook: Wait gave up waiting for EOF
 }
@@ -126,6 +127,8 @@ func (r *Runner) SessionID() string { return r.sessionID }
 // runs again), then every process that carries one of the session's markers
 // is killed.
 func (r *Runner) KillSession() error {
+	r.warm.pause()
+	defer r.warm.resume()
 	if r.pool != nil {
 		r.pool.closeAll()
 		r.pool.wait()
@@ -180,14 +183,35 @@ func (r *Runner) Start(ctx context.Context, cmd sandbox.Command) (*Process, erro
 	if err != nil {
 		return nil, err
 	}
+	// A bash from the login environment: the next one starts ahead.
+	login := shell == "bash" && c.Args[1] == "-c" && c.Dir != ""
+	if login {
+		if p, ok := r.claimShell(ctx, cmd, c); ok {
+			r.warmAfter(p, c.Path, r.loginEnv(), c.Dir)
+			return p, nil
+		}
+	}
 	id := r.seq.Add(1)
-	return r.start(ctx, cmd, c, shell, id, r.sessionID+"."+strconv.FormatUint(id, 10))
+	p, err := r.start(ctx, cmd, c, shell, id, r.sessionID+"."+strconv.FormatUint(id, 10))
+	if err == nil && login {
+		r.warmAfter(p, c.Path, r.loginEnv(), c.Dir)
+	}
+	return p, err
 }
 
 // start starts c, built from cmd, as command id with marker.
 func (r *Runner) start(ctx context.Context, cmd sandbox.Command, c *exec.Cmd, shell string, id uint64, marker string) (*Process, error) {
 	c.Env = append(c.Env, MarkerEntry(marker))
-	p := &Process{
+	p := r.newProcess(ctx, cmd, shell, id, marker)
+	if err := p.start(c, cmd, r.pool); err != nil {
+		return nil, fmt.Errorf("start %s: %w", c.Args[0], err)
+	}
+	return p, nil
+}
+
+// newProcess is command id, built from cmd, before it starts.
+func (r *Runner) newProcess(ctx context.Context, cmd sandbox.Command, shell string, id uint64, marker string) *Process {
+	return &Process{
 		ctx:        ctx,
 		id:         id,
 		marker:     marker,
@@ -199,10 +223,6 @@ func (r *Runner) start(ctx context.Context, cmd sandbox.Command, c *exec.Cmd, sh
 		exited:     make(chan struct{}),
 		drained:    make(chan struct{}),
 	}
-	if err := p.start(c, cmd, r.pool); err != nil {
-		return nil, fmt.Errorf("start %s: %w", c.Args[0], err)
-	}
-	return p, nil
 }
 
 // command builds the exec.Cmd for cmd, without its streams and marker.
@@ -293,6 +313,7 @@ type Process struct {
 	grace      time.Duration
 	oom        *oomCounter
 	afterGrace func()
+	done       func() // called when Wait returns
 
 	pid       int
 	reaper    *reaper   // the command's reaper; nil when started directly
@@ -324,7 +345,20 @@ func (p *Process) finish(code int, signal string, err error) {
 	})
 }
 
-func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) (err error) {
+func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) error {
+	p.oomBefore, p.oomKnown = p.oom.read()
+	p.started = time.Now()
+	if err := p.spawn(c, cmd.Stdin, pool, nil); err != nil {
+		return err
+	}
+	p.attach(cmd)
+	return nil
+}
+
+// spawn makes the command's pipes and starts c, under a reaper from pool
+// when pool is set; extra descriptors follow its three streams. The output
+// is read, and stdin copied, once attach says where to.
+func (p *Process) spawn(c *exec.Cmd, stdin io.Reader, pool *reaperPool, extra []*os.File) (err error) {
 	var files []*os.File // ours to close whatever happens
 	defer func() {
 		for _, f := range files {
@@ -347,7 +381,7 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) (err
 		return err
 	}
 	var inR, inW *os.File
-	switch in := cmd.Stdin.(type) {
+	switch in := stdin.(type) {
 	case nil:
 		if pool != nil { // os/exec opens it itself
 			if inR, err = os.Open(os.DevNull); err != nil {
@@ -363,12 +397,10 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) (err
 		}
 	}
 
-	p.oomBefore, p.oomKnown = p.oom.read()
-	p.started = time.Now()
 	if pool != nil {
-		err = p.startReaped(c, pool, []*os.File{inR, outW, errW})
+		err = p.startReaped(c, pool, append([]*os.File{inR, outW, errW}, extra...))
 	} else {
-		err = p.startDirect(c, inR, outW, errW)
+		err = p.startDirect(c, inR, outW, errW, extra)
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) { // the directory exists: the binary (or its interpreter) does not
@@ -385,28 +417,35 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) (err
 		}
 	}
 	files = childEnds
+	return nil
+}
 
+// attach starts copying the command's output to cmd's writers, and cmd's
+// Stdin to the command when spawn made a pipe for it.
+func (p *Process) attach(cmd sandbox.Command) {
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go p.drain(&wg, outR, cmd.Stdout)
-	go p.drain(&wg, errR, cmd.Stderr)
+	go p.drain(&wg, p.stdout, cmd.Stdout)
+	go p.drain(&wg, p.stderr, cmd.Stderr)
 	go func() {
 		wg.Wait()
 		close(p.drained)
 	}()
-	if inW != nil {
+	if in := p.stdin; in != nil {
 		go func() {
-			_, _ = io.Copy(inW, cmd.Stdin)
-			_ = inW.Close()
+			_, _ = io.Copy(in, cmd.Stdin)
+			_ = in.Close()
 		}()
 	}
-	return nil
 }
 
 // startReaped starts c under a reaper from pool; files are its stdin,
 // stdout and stderr.
 func (p *Process) startReaped(c *exec.Cmd, pool *reaperPool, files []*os.File) error {
 	m := reapMsg{Op: reapStart, ID: p.id, Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir}
+	if len(files) != reapFiles {
+		m.Files = len(files)
+	}
 	for try := 0; ; try++ {
 		r, err := pool.get()
 		if err != nil {
@@ -429,11 +468,12 @@ func (p *Process) startReaped(c *exec.Cmd, pool *reaperPool, files []*os.File) e
 }
 
 // startDirect starts c as a child of this process.
-func (p *Process) startDirect(c *exec.Cmd, stdin, stdout, stderr *os.File) error {
+func (p *Process) startDirect(c *exec.Cmd, stdin, stdout, stderr *os.File, extra []*os.File) error {
 	if stdin != nil {
 		c.Stdin = stdin
 	}
 	c.Stdout, c.Stderr = stdout, stderr
+	c.ExtraFiles = extra
 	if err := c.Start(); err != nil {
 		return err
 	}
@@ -534,6 +574,9 @@ func (p *Process) Kill() error {
 // ended. On cancellation it returns the Result (Interrupted set) with the
 // context's error. Wait must be called exactly once.
 func (p *Process) Wait() (sandbox.Result, error) {
+	if p.done != nil {
+		defer p.done()
+	}
 	res := sandbox.Result{Shell: p.shell}
 	var err error
 	var timeout <-chan time.Time
