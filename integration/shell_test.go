@@ -86,6 +86,31 @@ func (s *tmuxSession) waitFor(want string, within time.Duration) string {
 	}
 }
 
+// waitForText polls the screen, its lines joined, until it holds every
+// want: a frame drawn before the UI learnt the terminal's size may cut a
+// wrapped line that the next frame shows whole.
+func (s *tmuxSession) waitForText(within time.Duration, wants ...string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		scr := strings.ReplaceAll(s.screen(), "\n", "")
+		missing := ""
+		for _, w := range wants {
+			if !strings.Contains(scr, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("screen never showed %q:\n%s", missing, scr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestSandboxShellIsARealTerminal(t *testing.T) {
 	t.Parallel()
 	api := testenv.RequireDocker(t)

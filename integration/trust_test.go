@@ -354,12 +354,12 @@ func TestTrustTUIForm(t *testing.T) {
 
 	// No: the default image, no project server.
 	s := start()
-	scr := s.waitFor("No (start without them)", time.Minute)
-	mustContain(t, "the form", strings.ReplaceAll(scr, "\n", ""), "Trust and remember", "This time only",
+	s.waitFor("No (start without them)", time.Minute)
+	s.waitForText(10*time.Second, "Trust and remember", "This time only",
 		"MCP server srv: sh -c 'touch "+marker+"; exec "+bin+"'",
 		"image: build ./Dockerfile FROM "+base, "RUN steps run as root")
 	s.press("Enter") // "No" is the default
-	scr = s.waitFor("sandbox ready", 2*time.Minute)
+	scr := s.waitFor("sandbox ready", 2*time.Minute)
 	mustContain(t, "the header", scr, "sandbox: "+base)
 	s.quit()
 	if exists(marker) {

@@ -362,3 +362,39 @@ func countPrefix(list []string, p string) int {
 	}
 	return n
 }
+
+// A session may be starting a container while prune runs: one created a
+// moment ago and not yet started stays, and so does a stopped one that was
+// started between prune's listing and its removal.
+func TestPruneLeavesWhatASessionIsStarting(t *testing.T) {
+	t.Parallel()
+	e, api, opts, h, _ := fakeContainerEngine(t)
+	starting := ensure(t, e, opts, h, gitPlan{})
+	c := api.find(starting.id)
+	c.running, c.state, c.created = false, "created", time.Now()
+
+	other := opts
+	other.Workspace = t.TempDir()
+	restarted := ensure(t, e, other, h, gitPlan{})
+	r := api.find(restarted.id)
+	r.running, r.state = true, "exited" // listed as exited, running by the time it is removed
+
+	rep, err := e.Prune(t.Context(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Containers) != 0 {
+		t.Errorf("prune reports %+v removed, want none", rep.Containers)
+	}
+	if api.find(starting.id) == nil {
+		t.Error("prune removed a container created a moment ago")
+	}
+	if api.find(restarted.id) == nil {
+		t.Error("prune removed a container that a session had started")
+	}
+
+	c.created = time.Now().Add(-2 * pruneStartGrace)
+	if rep, err = e.Prune(t.Context(), false); err != nil || len(rep.Containers) != 1 || rep.Containers[0].ID != starting.id {
+		t.Errorf("prune of a container created long ago and never started: %+v, %v", rep.Containers, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -39,6 +40,8 @@ type fakeContainer struct {
 	cfg      container.Config
 	host     container.HostConfig
 	running  bool
+	state    string       // what the list says when set, else running or exited
+	created  time.Time    // zero: long ago
 	copied   []tar.Header // every entry copied in
 }
 
@@ -152,12 +155,15 @@ func (f *fakeAPI) ContainerRename(_ context.Context, id string, opts client.Cont
 	return client.ContainerRenameResult{}, nil
 }
 
-func (f *fakeAPI) ContainerRemove(_ context.Context, id string, _ client.ContainerRemoveOptions) (client.ContainerRemoveResult, error) {
+func (f *fakeAPI) ContainerRemove(_ context.Context, id string, opts client.ContainerRemoveOptions) (client.ContainerRemoveResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.find(id)
 	if c == nil {
 		return client.ContainerRemoveResult{}, notFoundErr(id)
+	}
+	if c.running && !opts.Force {
+		return client.ContainerRemoveResult{}, fmt.Errorf("container %s is running: %w", c.name, cerrdefs.ErrConflict)
 	}
 	delete(f.containers, c.id)
 	f.call("remove %s", c.name)
@@ -185,7 +191,14 @@ func (f *fakeAPI) ContainerList(_ context.Context, opts client.ContainerListOpti
 			}
 		}
 		if ok {
-			out.Items = append(out.Items, container.Summary{ID: c.id, Names: []string{"/" + c.name}, Labels: c.cfg.Labels})
+			state := c.state
+			if state == "" {
+				state = string(container.StateExited)
+				if c.running {
+					state = string(container.StateRunning)
+				}
+			}
+			out.Items = append(out.Items, container.Summary{ID: c.id, Names: []string{"/" + c.name}, Labels: c.cfg.Labels, State: container.ContainerState(state), Created: c.created.Unix()})
 		}
 	}
 	return out, nil

@@ -95,22 +95,27 @@ func (e *Engine) Stop(ctx context.Context, ids ...string) error {
 func (e *Engine) Remove(ctx context.Context, ids ...string) error {
 	var errs []error
 	for _, id := range ids {
-		var vols []string
-		if info, err := e.ctr.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil {
-			for _, m := range info.Container.Mounts {
-				if m.Type == mount.TypeVolume && m.Name != "" {
-					vols = append(vols, m.Name)
-				}
-			}
-		}
-		if _, err := e.ctr.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove %s: %w", short(id), err))
-			continue
-		}
-		e.reg.removeContainer(id)
-		errs = append(errs, e.removeVolumes(ctx, vols...))
+		errs = append(errs, e.remove(ctx, id, true))
 	}
 	return errors.Join(errs...)
+}
+
+// remove removes one container with its volumes; without force, a running
+// container stays and the error says so (cerrdefs.IsConflict).
+func (e *Engine) remove(ctx context.Context, id string, force bool) error {
+	var vols []string
+	if info, err := e.ctr.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil {
+		for _, m := range info.Container.Mounts {
+			if m.Type == mount.TypeVolume && m.Name != "" {
+				vols = append(vols, m.Name)
+			}
+		}
+	}
+	if _, err := e.ctr.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: force, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove %s: %w", short(id), err)
+	}
+	e.reg.removeContainer(id)
+	return e.removeVolumes(ctx, vols...)
 }
 
 // removeVolumes removes the named volumes that are shiro's for this user
@@ -154,11 +159,21 @@ func (e *Engine) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	if err != nil {
 		return PruneReport{}, err
 	}
-	var rep PruneReport
+	var candidates []ContainerInfo
 	for _, c := range all {
-		if c.Orphaned || c.State != string(container.StateRunning) {
-			rep.Containers = append(rep.Containers, c)
+		switch {
+		case c.Orphaned:
+			candidates = append(candidates, c)
+		case c.State == string(container.StateRunning):
+		case c.State == string(container.StateCreated) && time.Since(c.Created) < pruneStartGrace:
+			// A session is starting it.
+		default:
+			candidates = append(candidates, c)
 		}
+	}
+	var rep PruneReport
+	if dryRun {
+		rep.Containers = candidates
 	}
 	vols, err := e.ctr.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("label", LabelManaged+"=true").Add("dangling", "true")})
 	if err != nil {
@@ -176,12 +191,25 @@ func (e *Engine) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	if dryRun {
 		return rep, nil
 	}
-	ids := make([]string, len(rep.Containers))
-	for i, c := range rep.Containers {
-		ids[i] = c.ID
+	var errs []error
+	for _, c := range candidates {
+		// A stopped container that a session started meanwhile is in use:
+		// removing it without force fails, and it stays.
+		err := e.remove(ctx, c.ID, c.Orphaned)
+		if cerrdefs.IsConflict(err) {
+			continue
+		}
+		if err == nil {
+			rep.Containers = append(rep.Containers, c)
+		}
+		errs = append(errs, err)
 	}
-	return rep, errors.Join(e.Remove(ctx, ids...), e.removeVolumes(ctx, rep.Volumes...))
+	return rep, errors.Join(append(errs, e.removeVolumes(ctx, rep.Volumes...))...)
 }
+
+// pruneStartGrace is how long prune leaves a container that was created
+// and not yet started: a session may be starting it.
+const pruneStartGrace = time.Minute
 
 // sweep is the start-up reconciliation: stopped managed containers whose
 // workspace no longer exists are removed, with their volumes. Failures
