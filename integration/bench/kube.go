@@ -66,32 +66,15 @@ func kubeBench(ctx context.Context, r *report) error {
 		}
 		return err
 	}
-	for range 10 { // warm up
-		if err := run(); err != nil {
-			return err
-		}
-	}
-	channel, err := timeN(200, run)
-	if err != nil {
-		return err
-	}
 	pod := sb.Pod()
-	bare, err := timeN(50, func() error {
+	bare := func() error {
 		code, err := c.Exec(ctx, pod, []string{"true"})
 		if err == nil && code != 0 {
 			err = fmt.Errorf("true exited %d", code)
 		}
 		return err
-	})
-	if err != nil {
-		return err
 	}
 	r.section("kubernetes (issue 18)")
 	r.add("a new pod and its first session (claim, helper delivery, setup)", ms(cold), "", true)
-	cm, bm := median(channel), median(bare)
-	r.add("channel: per-call overhead, median of 200", ms(cm), "", true)
-	r.add("bare pods/exec round trip, median of 50", ms(bm), "", true)
-	ratio := float64(bm) / float64(cm)
-	r.add("bare pods/exec / channel", fmt.Sprintf("%.1fx", ratio), ">= 10x", ratio >= 10)
-	return nil
+	return channelAgainstBare(r, "pods/exec", 0, run, bare)
 }

@@ -175,9 +175,12 @@ func (ch *channel) connect(ctx context.Context, sock *net.UnixListener, out *buf
 	}
 }
 
-// close ends the session: the helper sees EOF on its channel, kills every
+// Client is the helper's client on the channel.
+func (ch *channel) Client() *helper.Client { return ch.client }
+
+// Close ends the session: the helper sees EOF on its channel, kills every
 // process the session started and exits.
-func (ch *channel) close() error {
+func (ch *channel) Close() {
 	if ch.sock != nil {
 		_ = ch.sock.CloseWrite()
 	}
@@ -191,17 +194,6 @@ func (ch *channel) close() error {
 	ch.client.Close() //nolint:errcheck // its writer is already half-closed; nothing new to report
 	if ch.sock != nil {
 		_ = ch.sock.Close()
-	}
-	return nil
-}
-
-// broken reports whether the channel can no longer carry commands.
-func (ch *channel) broken() bool {
-	select {
-	case <-ch.client.Done():
-		return true
-	default:
-		return false
 	}
 }
 

@@ -43,9 +43,7 @@ func TestChannelGoesOverTheSessionSocket(t *testing.T) {
 	if out.String() != "over the socket\n" {
 		t.Errorf("output %q", out.String())
 	}
-	sb.mu.Lock()
-	ch := sb.ch
-	sb.mu.Unlock()
+	ch := sb.conn.Current()
 	if ch == nil || ch.sock == nil {
 		t.Fatal("the channel does not go over the session's socket")
 	}

@@ -37,9 +37,9 @@ func (s *Sandbox) Protections(ctx context.Context) []Protection {
 		out = append(out, Protection{Name: name, OK: ok, Detail: detail, Fix: fix})
 	}
 	const rebuild = "remove the sandbox container (`shiro sandbox rm`); the next session makes one that has it"
-	s.mu.Lock()
+	s.conn.Lock()
 	c := s.c
-	s.mu.Unlock()
+	s.conn.Unlock()
 	info, err := s.e.ctr.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
 	if err != nil {
 		add("container", false, "cannot inspect the container: "+err.Error(), "")

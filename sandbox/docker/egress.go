@@ -180,8 +180,14 @@ func closeSock(l *net.UnixListener, p string) {
 	}
 }
 
-// close ends the tunnel's session (every connection on it) and the exec.
-func (tu *tunnel) close() {
+// Port is the forwarder's port on the container's loopback.
+func (tu *tunnel) Port() int { return tu.t.Port }
+
+// Trust is the environment pointing commands at the CA bundle, if any.
+func (tu *tunnel) Trust() []string { return tu.trust }
+
+// Close ends the tunnel's session (every connection on it) and the exec.
+func (tu *tunnel) Close() {
 	_ = tu.t.Close()
 	if tu.sock != nil {
 		_ = os.Remove(tu.sockPath)
@@ -194,12 +200,6 @@ func (tu *tunnel) close() {
 	tu.conn.Close()
 	<-tu.demux
 	<-tu.served
-}
-
-// proxyEnv is the environment that points a command at the forwarder
-// (sandbox.ProxyEnv).
-func proxyEnv(port int, token, hostname string) []string {
-	return sandbox.ProxyEnv(port, token, hostname)
 }
 
 // containerHostname is the hostname Docker gives a container by default:

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -16,6 +15,7 @@ import (
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/gitshadow"
 	"github.com/shiroagent/shiro/sandbox/helper"
+	"github.com/shiroagent/shiro/sandbox/session"
 )
 
 // Sandbox is a session on the workspace's container.
@@ -28,12 +28,10 @@ type Sandbox struct {
 	wsID   string
 	git    *boundary
 
-	mu     sync.Mutex
-	c      ctr
-	ch     *channel
-	tun    *tunnel // the egress tunnel of ch, in ask mode
-	seq    int
-	closed bool
+	// conn's lock guards c, seq and pending too.
+	conn *session.Conn[*channel, *tunnel]
+	c    ctr
+	seq  int
 	// pending holds what the background sweep did, for the next Run's
 	// notices.
 	pending []string
@@ -90,6 +88,18 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	s := &Sandbox{e: e, opts: opts, helper: h, base: hex.EncodeToString(id[:]), logs: io.Discard, wsID: wsID, git: git}
+	s.conn = session.New(session.Backend[*channel, *tunnel]{
+		Connect:     s.connect,
+		Egress:      opts.Egress,
+		Hostname:    func() string { return containerHostname(s.c.id) },
+		Kill:        s.killer,
+		KillTimeout: 10 * time.Second,
+		Lost: func(err error) error {
+			return fmt.Errorf("the sandbox container %s stopped or was removed while the command ran: %w", s.c.name, err)
+		},
+		Before: s.before,
+		After:  s.after,
+	})
 	if d := e.socketDir(opts, wsID); d != "" {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			s.closeBoundary()
@@ -97,10 +107,7 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 		}
 	}
 	e.sweep(ctx)
-	s.mu.Lock()
-	err = s.connect(ctx)
-	s.mu.Unlock()
-	if err != nil {
+	if _, err := s.conn.Channel(ctx); err != nil {
 		s.closeBoundary()
 		return nil, err
 	}
@@ -154,9 +161,9 @@ func (s *Sandbox) watch(ctx context.Context) {
 		}
 		start := time.Now()
 		if n := s.git.sweep(ctx, s.rawRunner()); len(n) > 0 {
-			s.mu.Lock()
+			s.conn.Lock()
 			s.pending = append(s.pending, n...)
-			s.mu.Unlock()
+			s.conn.Unlock()
 		}
 		t.Reset(max(watchInterval, 20*time.Since(start)))
 	}
@@ -164,19 +171,19 @@ func (s *Sandbox) watch(ctx context.Context) {
 
 // takePending returns and clears the background sweep's notices.
 func (s *Sandbox) takePending() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.conn.Lock()
+	defer s.conn.Unlock()
 	n := s.pending
 	s.pending = nil
 	return n
 }
 
-// connect (re)creates the container if needed, opens a fresh channel and
-// fills the shadow git directory. Callers hold s.mu.
-func (s *Sandbox) connect(ctx context.Context) error {
+// connect (re)creates the container if needed, opens a fresh channel (and
+// tunnel) and fills the shadow git directory. Callers hold s.conn's lock.
+func (s *Sandbox) connect(ctx context.Context) (*channel, *tunnel, error) {
 	c, err := s.e.ensureContainer(ctx, s.opts, s.helper, s.gitPlan(), s.wsID)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	s.seq++
 	var serveArgs []string
@@ -186,75 +193,30 @@ func (s *Sandbox) connect(ctx context.Context) error {
 	socks := s.e.socketDir(s.opts, s.wsID)
 	ch, err := s.e.openChannel(ctx, c, s.helper, s.opts, s.session(), s.logs, serveArgs, socks)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	s.c, s.ch = c, ch
+	s.c = c
+	var tun *tunnel
 	if s.opts.Network == NetworkAsk && s.opts.Egress != nil {
-		tun, err := s.e.openTunnel(ctx, c, s.helper, s.opts, s.logs, socks, s.session())
-		if err != nil {
-			_ = ch.close()
-			s.ch = nil
-			return err
+		if tun, err = s.e.openTunnel(ctx, c, s.helper, s.opts, s.logs, socks, s.session()); err != nil {
+			ch.Close()
+			return nil, nil, err
 		}
-		s.tun = tun
 	}
 	if s.git == nil {
-		return nil
+		return ch, tun, nil
 	}
 	if err := s.git.connected(ctx, clientRunner{ch.client}, s.helper.helperPath()); err != nil {
-		_ = ch.close()
-		s.ch = nil
-		return fmt.Errorf("set up the sandbox's view of the repository: %w", err)
+		ch.Close()
+		if tun != nil {
+			tun.Close()
+		}
+		return nil, nil, fmt.Errorf("set up the sandbox's view of the repository: %w", err)
 	}
-	return nil
+	return ch, tun, nil
 }
 
 func (s *Sandbox) session() string { return fmt.Sprintf("%s-%d", s.base, s.seq) }
-
-// channel returns a working channel, reconnecting when the last one broke
-// (the container stopped, was removed, or the helper died).
-func (s *Sandbox) channel(ctx context.Context) (*channel, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, sandbox.ErrClosed
-	}
-	if s.ch != nil && !s.ch.broken() {
-		return s.ch, nil
-	}
-	if s.ch != nil {
-		_ = s.ch.close()
-		s.ch = nil
-	}
-	s.closeTunnel()
-	if err := s.connect(ctx); err != nil {
-		return nil, err
-	}
-	return s.ch, nil
-}
-
-// closeTunnel ends the egress tunnel, if any. Callers hold s.mu.
-func (s *Sandbox) closeTunnel() {
-	if s.tun != nil {
-		s.tun.close()
-		s.tun = nil
-	}
-}
-
-// egressEnv is the proxy environment of a command in ask mode, with a
-// token naming the tool call ctx carries; release forgets the token once
-// the command is done. Nil without a tunnel.
-func (s *Sandbox) egressEnv(ctx context.Context) (env []string, release func() []string) {
-	s.mu.Lock()
-	tun, id := s.tun, s.c.id
-	s.mu.Unlock()
-	if tun == nil {
-		return nil, nil
-	}
-	caller, _ := sandbox.CallerFrom(ctx)
-	token, release := s.opts.Egress.Register(caller)
-	return append(proxyEnv(tun.t.Port, token, containerHostname(id)), tun.trust...), release
-}
 
 // clientRunner runs a command on a channel without the git boundary's
 // work around it (the boundary's own commands).
@@ -266,70 +228,59 @@ func (r clientRunner) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Res
 
 // rawRunner runs on the current channel, if any, without the boundary.
 func (s *Sandbox) rawRunner() gitshadow.Runner {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch == nil {
+	ch := s.conn.Current()
+	if ch == nil {
 		return nil
 	}
-	return clientRunner{s.ch.client}
+	return clientRunner{ch.client}
 }
 
 // Run implements sandbox.Sandbox. Around the command, the git boundary
 // brings the host's git changes into the sandbox, and afterwards moves
 // repositories the command made out of the host's reach and imports its
 // git changes; what it did is in Result.Notices.
-func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (res sandbox.Result, err error) {
-	if err := cmd.Validate(); err != nil {
-		return sandbox.Result{}, err
-	}
-	ch, err := s.channel(ctx)
-	if err != nil {
-		return sandbox.Result{}, err
-	}
-	notices := s.takePending()
-	if s.git != nil {
-		notices = append(notices, s.git.before(ctx, ch.client)...)
-	}
-	if env, release := s.egressEnv(ctx); env != nil {
-		cmd.Env = append(env, cmd.Env...)
-		defer func() { res.Notices = append(res.Notices, release()...) }()
-	}
-	res, err = ch.client.Run(ctx, cmd)
-	if errors.Is(err, helper.ErrKillTimeout) {
-		// The helper did not confirm the kill in time: kill the session's
-		// processes through a fresh exec, and drop the channel.
-		s.forceKill(ctx, ch)
-		if s.git != nil {
-			notices = append(notices, s.git.after(ctx, nil, ch.client)...)
-		}
-		res.Notices = notices
-		return res, ctx.Err()
-	}
-	if errors.Is(err, helper.ErrChannelClosed) && ctx.Err() == nil {
-		return res, fmt.Errorf("the sandbox container %s stopped or was removed while the command ran: %w", s.c.name, err)
-	}
-	if s.git != nil {
-		notices = append(notices, s.git.after(ctx, clientRunner{ch.client}, ch.client)...)
-	}
-	res.Notices = append(notices, s.takePending()...)
-	return res, err
+func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	return s.conn.Run(ctx, cmd)
 }
 
-// forceKill is the fallback when the channel cannot confirm a kill: a fresh
-// exec of the helper's kill, and if even that fails, a container restart.
-func (s *Sandbox) forceKill(ctx context.Context, ch *channel) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	s.mu.Lock()
-	session, c := s.session(), s.c
-	if s.ch == ch {
-		s.ch = nil
+// before is the background sweep's notices, and the git boundary's work
+// before a command on c.
+func (s *Sandbox) before(ctx context.Context, c *helper.Client) []string {
+	notices := s.takePending()
+	if s.git != nil {
+		notices = append(notices, s.git.before(ctx, c)...)
 	}
-	s.mu.Unlock()
-	if err := s.e.execKill(ctx, c, s.helper, s.opts, session); err != nil {
-		_, _ = s.e.ctr.ContainerRestart(ctx, c.id, client.ContainerRestartOptions{})
+	return notices
+}
+
+// after is the git boundary's work once a command on c ended, and while
+// the channel lives (live), the background sweep's notices since. Without
+// the channel, the boundary's scan only takes away what it finds.
+func (s *Sandbox) after(ctx context.Context, c *helper.Client, live bool) []string {
+	var notices []string
+	if s.git != nil {
+		var run gitshadow.Runner
+		if live {
+			run = clientRunner{c}
+		}
+		notices = s.git.after(ctx, run, c)
 	}
-	_ = ch.close()
+	if live {
+		notices = append(notices, s.takePending()...)
+	}
+	return notices
+}
+
+// killer is the fallback when the channel cannot confirm a kill: a fresh
+// exec of the helper's kill of the current session, and if even that
+// fails, a container restart. Callers hold s.conn's lock.
+func (s *Sandbox) killer() func(context.Context) {
+	sess, c := s.session(), s.c
+	return func(ctx context.Context) {
+		if err := s.e.execKill(ctx, c, s.helper, s.opts, sess); err != nil {
+			_, _ = s.e.ctr.ContainerRestart(ctx, c.id, client.ContainerRestartOptions{})
+		}
+	}
 }
 
 // execKill runs `helper kill --session` in a fresh exec and waits for it.
@@ -384,15 +335,15 @@ func (r execRunner) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Resul
 
 // Info implements sandbox.Sandbox.
 func (s *Sandbox) Info() sandbox.Info {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.conn.Lock()
+	defer s.conn.Unlock()
 	return sandbox.Info{Kind: "docker", Workspace: s.opts.Workspace, Image: s.opts.Image, Container: s.c.name, Helper: s.helper.helperPath(), Copy: s.opts.copyMode(), Engine: s.e.host}
 }
 
 // ContainerID is the id of the container the session last used.
 func (s *Sandbox) ContainerID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.conn.Lock()
+	defer s.conn.Unlock()
 	return s.c.id
 }
 
@@ -401,30 +352,15 @@ func (s *Sandbox) ContainerID() string {
 // in the workspace out of the host's reach. The container stays for the
 // next session.
 func (s *Sandbox) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.conn.Close(s.stopWatching) {
 		return nil
 	}
-	s.closed = true
-	stop, done := s.stopWatch, s.watchDone
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
-	s.mu.Lock()
-	var err error
-	if s.ch != nil {
-		err = s.ch.close()
-		s.ch = nil
-	}
-	s.closeTunnel()
+	s.conn.Lock()
 	c := s.c
-	s.mu.Unlock()
+	s.conn.Unlock()
 
 	if s.git == nil {
-		return err
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
 	defer cancel()
@@ -437,5 +373,14 @@ func (s *Sandbox) Close() error {
 	}
 	s.git.journal.close()
 	s.git.close()
-	return err
+	return nil
+}
+
+// stopWatching stops the background sweep, if there is one, and waits
+// for it.
+func (s *Sandbox) stopWatching() {
+	if s.stopWatch != nil {
+		s.stopWatch()
+		<-s.watchDone
+	}
 }

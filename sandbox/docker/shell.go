@@ -23,9 +23,9 @@ type ShellOptions struct {
 // Shell runs an interactive login shell in the workspace container with a
 // TTY and returns its exit code.
 func (s *Sandbox) Shell(ctx context.Context, opts ShellOptions) (int, error) {
-	s.mu.Lock()
+	s.conn.Lock()
 	c := s.c
-	s.mu.Unlock()
+	s.conn.Unlock()
 	shell := []string{"bash", "-l"}
 	if _, err := s.e.api.ContainerStatPath(ctx, c.id, client.ContainerStatPathOptions{Path: "/bin/bash"}); err != nil {
 		shell = []string{"sh", "-l"}

@@ -52,8 +52,14 @@ func (c *Cluster) openTunnel(ctx context.Context, pod string, opts Options, stde
 	return tu, nil
 }
 
-// close ends the tunnel's session (every connection on it) and the exec.
-func (tu *tunnel) close() {
+// Port is the forwarder's port on the pod's loopback.
+func (tu *tunnel) Port() int { return tu.t.Port }
+
+// Trust is the environment pointing commands at the CA bundle, if any.
+func (tu *tunnel) Trust() []string { return tu.trust }
+
+// Close ends the tunnel's session (every connection on it) and the exec.
+func (tu *tunnel) Close() {
 	_ = tu.t.Close()
 	tu.st.close(3 * time.Second)
 	<-tu.served

@@ -5,16 +5,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/helper"
 	"github.com/shiroagent/shiro/sandbox/owner"
+	"github.com/shiroagent/shiro/sandbox/session"
 )
 
 // Sandbox is a session on the workspace's pod.
@@ -27,12 +26,10 @@ type Sandbox struct {
 	env    []string
 	logs   io.Writer
 
-	mu     sync.Mutex
-	pod    string // the pod the session last used
-	ch     *channel
-	tun    *tunnel // the egress tunnel of ch, in ask mode
-	seq    int
-	closed bool
+	// conn's lock guards pod and seq too.
+	conn *session.Conn[*channel, *tunnel]
+	pod  string // the pod the session last used
+	seq  int
 }
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
@@ -71,10 +68,17 @@ func (c *Cluster) Open(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	s := &Sandbox{c: c, opts: opts, helper: h, plan: newPlan(spec, c.key, c.ns, opts.Version), base: suffix() + suffix()[:4],
 		env: sessionEnv(env), logs: io.Discard}
-	s.mu.Lock()
-	err = s.connect(ctx)
-	s.mu.Unlock()
-	if err != nil {
+	s.conn = session.New(session.Backend[*channel, *tunnel]{
+		Connect:     s.connect,
+		Egress:      opts.Egress,
+		Hostname:    s.hostname,
+		Kill:        s.killer,
+		KillTimeout: 20 * time.Second,
+		Lost: func(err error) error {
+			return fmt.Errorf("the sandbox pod %s ended or was deleted while the command ran: %w", s.pod, err)
+		},
+	})
+	if _, err := s.conn.Channel(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -102,138 +106,67 @@ func suffix() string {
 func (s *Sandbox) session() string { return fmt.Sprintf("%s-%d", s.base, s.seq) }
 
 // connect makes sure the pod runs and opens a fresh channel (and tunnel).
-// Callers hold s.mu.
-func (s *Sandbox) connect(ctx context.Context) error {
+// Callers hold s.conn's lock.
+func (s *Sandbox) connect(ctx context.Context) (*channel, *tunnel, error) {
 	name, err := s.c.ensurePod(ctx, s.plan, s.helper, s.opts)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	s.pod = name
 	s.seq++
 	ch, err := s.c.openChannel(ctx, name, s.session(), s.env, s.logs)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	s.ch = ch
+	var tun *tunnel
 	if s.opts.Network == sandbox.NetworkAsk && s.opts.Egress != nil {
-		tun, err := s.c.openTunnel(ctx, name, s.opts, s.logs, ch)
-		if err != nil {
-			ch.close()
-			s.ch = nil
-			return err
+		if tun, err = s.c.openTunnel(ctx, name, s.opts, s.logs, ch); err != nil {
+			ch.Close()
+			return nil, nil, err
 		}
-		s.tun = tun
 	}
-	return nil
+	return ch, tun, nil
 }
 
-// channel returns a working channel, reconnecting when the last one broke
-// (the pod ended, was deleted, or the helper died).
-func (s *Sandbox) channel(ctx context.Context) (*channel, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, sandbox.ErrClosed
-	}
-	if s.ch != nil && !s.ch.broken() {
-		return s.ch, nil
-	}
-	if s.ch != nil {
-		s.ch.close()
-		s.ch = nil
-	}
-	s.closeTunnel()
-	if err := s.connect(ctx); err != nil {
-		return nil, err
-	}
-	return s.ch, nil
-}
-
-// closeTunnel ends the egress tunnel, if any. Callers hold s.mu.
-func (s *Sandbox) closeTunnel() {
-	if s.tun != nil {
-		s.tun.close()
-		s.tun = nil
-	}
-}
-
-// egressEnv is the proxy environment of a command in ask mode, with a
-// token naming the tool call ctx carries; release forgets the token once
-// the command is done. Nil without a tunnel.
-func (s *Sandbox) egressEnv(ctx context.Context) (env []string, release func() []string) {
-	s.mu.Lock()
-	tun, pod := s.tun, s.pod
-	s.mu.Unlock()
-	if tun == nil {
-		return nil, nil
-	}
-	caller, _ := sandbox.CallerFrom(ctx)
-	token, release := s.opts.Egress.Register(caller)
-	host := pod
+// hostname is the pod's hostname: its name, cut to the 63 characters of a
+// DNS label. Callers hold s.conn's lock.
+func (s *Sandbox) hostname() string {
+	host := s.pod
 	if len(host) > 63 {
 		host = host[:63]
 	}
-	return append(sandbox.ProxyEnv(tun.t.Port, token, host), tun.trust...), release
+	return host
 }
 
-// Run implements sandbox.Sandbox.
-func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (res sandbox.Result, err error) {
-	if err := cmd.Validate(); err != nil {
-		return sandbox.Result{}, err
+// Run implements sandbox.Sandbox. A command whose context has ended does
+// not reconnect.
+func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	if err := cmd.Validate(); err == nil && ctx.Err() != nil {
+		return sandbox.Result{Interrupted: true}, ctx.Err()
 	}
-	if err := ctx.Err(); err != nil {
-		return sandbox.Result{Interrupted: true}, err
-	}
-	ch, err := s.channel(ctx)
-	if err != nil {
-		return sandbox.Result{}, err
-	}
-	if env, release := s.egressEnv(ctx); env != nil {
-		cmd.Env = append(env, cmd.Env...)
-		defer func() { res.Notices = append(res.Notices, release()...) }()
-	}
-	res, err = ch.client.Run(ctx, cmd)
-	if errors.Is(err, helper.ErrKillTimeout) {
-		// The helper did not confirm the kill in time: kill the session's
-		// processes through a fresh exec, and drop the channel.
-		s.forceKill(ctx, ch)
-		return res, ctx.Err()
-	}
-	if errors.Is(err, helper.ErrChannelClosed) && ctx.Err() == nil {
-		s.mu.Lock()
-		pod := s.pod
-		s.mu.Unlock()
-		return res, fmt.Errorf("the sandbox pod %s ended or was deleted while the command ran: %w", pod, err)
-	}
-	return res, err
+	return s.conn.Run(ctx, cmd)
 }
 
-// forceKill is the fallback when the channel cannot confirm a kill: a fresh
-// exec of the helper's kill, and if even that fails, the pod is deleted
-// (the next command makes another; the claim stays).
-func (s *Sandbox) forceKill(ctx context.Context, ch *channel) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
-	defer cancel()
-	s.mu.Lock()
-	session, pod := s.session(), s.pod
-	if s.ch == ch {
-		s.ch = nil
-		s.closeTunnel()
-	}
-	s.mu.Unlock()
-	code, err := s.c.Exec(ctx, pod, []string{helperPath, "helper", "kill", "--session", session})
-	if err != nil || code != 0 {
-		if p, gerr := s.c.getPod(ctx, pod); gerr == nil {
-			_ = s.c.deletePod(ctx, p)
+// killer is the fallback when the channel cannot confirm a kill: a fresh
+// exec of the helper's kill of the current session, and if even that
+// fails, the pod is deleted (the next command makes another; the claim
+// stays). Callers hold s.conn's lock.
+func (s *Sandbox) killer() func(context.Context) {
+	sess, pod := s.session(), s.pod
+	return func(ctx context.Context) {
+		code, err := s.c.Exec(ctx, pod, []string{helperPath, "helper", "kill", "--session", sess})
+		if err != nil || code != 0 {
+			if p, gerr := s.c.getPod(ctx, pod); gerr == nil {
+				_ = s.c.deletePod(ctx, p)
+			}
 		}
 	}
-	ch.close()
 }
 
 // Info implements sandbox.Sandbox.
 func (s *Sandbox) Info() sandbox.Info {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.conn.Lock()
+	defer s.conn.Unlock()
 	engine := s.c.context
 	if engine == "" {
 		engine = s.c.server
@@ -244,8 +177,8 @@ func (s *Sandbox) Info() sandbox.Info {
 
 // Pod is the name of the pod the session last used.
 func (s *Sandbox) Pod() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.conn.Lock()
+	defer s.conn.Unlock()
 	return s.pod
 }
 
@@ -255,17 +188,7 @@ func (s *Sandbox) Claim() string { return s.plan.claim }
 // Close implements sandbox.Sandbox: the helper kills every process this
 // session started. The pod stays for the next session (until it is idle).
 func (s *Sandbox) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	if s.ch != nil {
-		s.ch.close()
-		s.ch = nil
-	}
-	s.closeTunnel()
+	s.conn.Close(nil)
 	return nil
 }
 
@@ -296,21 +219,14 @@ func (c *Cluster) openChannel(ctx context.Context, pod, session string, env []st
 	return &channel{client: helper.NewClient(st.stdout, stdinCloser{st}), st: st}, nil
 }
 
-// close ends the session: the helper sees EOF on its stdin, kills every
+// Client is the helper's client on the channel.
+func (ch *channel) Client() *helper.Client { return ch.client }
+
+// Close ends the session: the helper sees EOF on its stdin, kills every
 // process the session started and exits.
-func (ch *channel) close() {
+func (ch *channel) Close() {
 	ch.st.close(3 * time.Second)
 	ch.client.Close() //nolint:errcheck // its stream is closed; nothing new to report
-}
-
-// broken reports whether the channel can no longer carry commands.
-func (ch *channel) broken() bool {
-	select {
-	case <-ch.client.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 // stdinCloser turns the client's Close into a half-close of the exec.
