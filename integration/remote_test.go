@@ -156,8 +156,15 @@ func TestRemoteEngineFromADockerContext(t *testing.T) {
 // TestRemoteEngineOverSSH reaches the engine through a real sshd on
 // 127.0.0.1 (the user's key in an agent), as DOCKER_HOST=ssh://... does
 // on a laptop: every connection is `docker system dial-stdio` over ssh.
+// sshConfigMu serializes the runs of TestRemoteEngineOverSSH (go test
+// -count runs them in parallel): each writes the test user's own
+// ~/.ssh/config, which ssh reads from the passwd home whatever HOME says.
+var sshConfigMu sync.Mutex
+
 func TestRemoteEngineOverSSH(t *testing.T) {
 	t.Parallel()
+	sshConfigMu.Lock()
+	t.Cleanup(sshConfigMu.Unlock)
 	h := newHostile(t)
 	sshd, err := exec.LookPath("sshd")
 	if err != nil {

@@ -101,10 +101,12 @@ func waitSome(t *testing.T, s string) {
 func token() string { return strconv.FormatInt(time.Now().UnixNano()%1_000_000_000, 10) }
 
 // ppidOut runs a command that prints its parent (the reaper) and returns it.
+// ppidOut runs shell with sh as an argv command (so never in a warm shell,
+// which has its own reaper) and returns the pid it printed.
 func ppidOut(t *testing.T, r *Runner, shell string) int {
 	t.Helper()
 	var out strings.Builder
-	res, err := r.Run(t.Context(), sandbox.Command{Shell: shell, Stdout: &out})
+	res, err := r.Run(t.Context(), sandbox.Command{Args: []string{"sh", "-c", shell}, Stdout: &out})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("Run %q: %+v, %v", shell, res, err)
 	}
