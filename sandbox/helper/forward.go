@@ -74,27 +74,18 @@ func Forward(ctx context.Context, in io.Reader, out io.Writer, socket string) er
 		}
 		l.Close()
 	}()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		c, err := l.Accept()
+	err = serveEach(l, func(c net.Conn) {
+		defer c.Close()
+		s, err := sess.OpenStream()
 		if err != nil {
-			if ctx.Err() != nil || sess.IsClosed() {
-				return nil
-			}
-			return err
+			return
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.Close()
-			s, err := sess.OpenStream()
-			if err != nil {
-				return
-			}
-			splice(c, s)
-		}()
+		splice(c, s)
+	})
+	if ctx.Err() != nil || sess.IsClosed() {
+		return nil
 	}
+	return err
 }
 
 // forwardToSocket hands each connection accepted on l over to the host
@@ -113,26 +104,36 @@ func forwardToSocket(ctx context.Context, l net.Listener, in io.Reader, socket s
 		}
 		l.Close()
 	}()
+	_ = serveEach(l, func(c net.Conn) {
+		defer c.Close()
+		u, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+		if err != nil {
+			return
+		}
+		if handOver(u, c) {
+			_ = u.Close()
+			return
+		}
+		splice(c, u)
+	})
+	return nil
+}
+
+// serveEach runs handle on its own goroutine for each connection l
+// accepts, until Accept fails; it returns that error once every handle
+// has returned.
+func serveEach(l net.Listener, handle func(net.Conn)) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			return nil
+			return err
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
-			u, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
-			if err != nil {
-				return
-			}
-			if handOver(u, c) {
-				_ = u.Close()
-				return
-			}
-			splice(c, u)
+			handle(c)
 		}()
 	}
 }
