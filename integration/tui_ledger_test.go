@@ -69,7 +69,7 @@ func TestTUILedgerCountsEveryRequest(t *testing.T) {
 		t.Fatalf("the second step never reached the model:\n%s", s.screen())
 	}
 	s.press("Escape")
-	s.waitGone("esc to interrupt", 10*time.Second)
+	s.waitIdle(10 * time.Second)
 	s.keys("/compact", true)
 	s.waitFor("compacted", 20*time.Second)
 	s.keys("three", true)

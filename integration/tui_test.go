@@ -58,6 +58,25 @@ func (s *tmuxSession) waitGone(what string, within time.Duration) string {
 	}
 }
 
+// waitIdle polls the screen until one capture shows the turn over: no
+// "esc to interrupt", and the empty prompt's placeholder. The status line
+// can be missing from a capture taken while it is redrawn, so its absence
+// alone does not say the turn ended.
+func (s *tmuxSession) waitIdle(within time.Duration) string {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		scr := s.screen()
+		if !strings.Contains(scr, "esc to interrupt") && strings.Contains(scr, "ask shiro...") {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the turn never ended:\n%s", scr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // dismiss presses Escape and waits until what it closes (gone, a text it
 // shows) has left the screen. A key sent right behind an Escape can reach
 // shiro in the same read, and the terminal parser takes the two for one
