@@ -223,8 +223,7 @@ func TestCopyModeTUIChangesAndApply(t *testing.T) {
 	s.waitFor("the sandbox's changes: 2 files changed: 1 created, 1 modified", 30*time.Second)
 	s.waitFor("+ALPHA", 5*time.Second)
 	s.waitFor("created made.txt", 5*time.Second)
-	s.press("Escape")
-	s.waitGone("the sandbox's changes:", 5*time.Second)
+	s.dismiss("the sandbox's changes:")
 
 	s.keys("/apply", true)
 	s.waitFor("Apply 2 file(s) to", 30*time.Second)

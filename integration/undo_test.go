@@ -199,8 +199,7 @@ func TestTUIUndoAndDiff(t *testing.T) {
 	s.waitFor("changes of this session", 20*time.Second)
 	s.waitFor("deleted src/x.go (bash)", 5*time.Second)
 	s.waitFor("+BETA", 5*time.Second)
-	s.press("Escape")
-	s.waitGone("changes of this session", 5*time.Second)
+	s.dismiss("changes of this session")
 
 	s.keys("/undo", true)
 	s.waitFor("Undo turn 1 (", 20*time.Second)

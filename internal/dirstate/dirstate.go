@@ -1,13 +1,41 @@
-// Package dirstate describes a directory tree for tests that compare one
-// before and after something changed it: each path with its kind, mode
-// and content.
+// Package dirstate writes and describes directory trees for tests that
+// compare one before and after something changed it: each path with its
+// kind, mode and content.
 package dirstate
 
 import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
+
+// Write makes files under dir, creating their directories: a name is
+// slash-separated, and one ending in "*" is made executable; a content
+// starting "->" makes a symlink to the rest, replacing what is there.
+func Write(dir string, files map[string]string) error {
+	for name, content := range files {
+		mode := fs.FileMode(0o644)
+		if n, ok := strings.CutSuffix(name, "*"); ok {
+			name, mode = n, 0o755
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			_ = os.Remove(p)
+			if err := os.Symlink(target, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Describe maps every path below dir (slash-separated, relative) to
 // "dir", "link -> TARGET", or "PERM CONTENT" for a regular file (PERM as

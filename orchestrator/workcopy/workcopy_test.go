@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/shiroagent/shiro/internal/dirstate"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/sandboxtest"
@@ -70,21 +72,8 @@ func (fx *fixture) open(t *testing.T) (*Copy, []string) {
 
 func write(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(content, "->"); ok {
-			os.Remove(p)
-			if err := os.Symlink(target, p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := dirstate.Write(dir, files); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -127,7 +116,7 @@ func TestTheCopyIsMadeOnceAndKeptInStep(t *testing.T) {
 	write(t, fx.ws, map[string]string{"a.txt": "alpha\n", "src/b.go": "package b\n", ".gitignore": "*.log\n", "x.log": "ignored\n", ".git/HEAD": "ref: refs/heads/main\n", "link": "->a.txt"})
 	c, _ := fx.open(t)
 	want := map[string]string{"a.txt": "alpha\n", "src/b.go": "package b\n", ".gitignore": "*.log\n", ".git/HEAD": "ref: refs/heads/main\n", "link": "-> a.txt"}
-	if got := files(t, fx.copyDir); !equal(got, want) {
+	if got := files(t, fx.copyDir); !maps.Equal(got, want) {
 		t.Fatalf("the copy holds %v, want %v", got, want)
 	}
 
@@ -197,18 +186,6 @@ func TestTheCopyListsWhatTheWorkspaceLists(t *testing.T) {
 	}
 }
 
-func equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || v != w {
-			return false
-		}
-	}
-	return true
-}
-
 func TestTheSandboxsChangesAreListedAndApplied(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t)
@@ -252,7 +229,7 @@ func TestTheSandboxsChangesAreListedAndApplied(t *testing.T) {
 		t.Errorf("applied %v, skipped %v", paths(res.Files), res.Skipped)
 	}
 	want := map[string]string{"keep.txt": "keep\n", "edit.txt": "two\n", "made/new.txt": "new\n", "both.txt": "mine\n", "inside": "-> keep.txt"}
-	if got := files(t, fx.ws); !equal(got, want) {
+	if got := files(t, fx.ws); !maps.Equal(got, want) {
 		t.Errorf("the workspace holds %v, want %v", got, want)
 	}
 	if fi, err := os.Stat(filepath.Join(fx.ws, "keep.txt")); err != nil || fi.Mode().Perm() != 0o755 {

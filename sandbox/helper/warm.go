@@ -102,9 +102,7 @@ func (r *Runner) claimShell(ctx context.Context, cmd sandbox.Command, c *exec.Cm
 		err = cerr
 	}
 	if err != nil { // bash is gone
-		p.ctx = context.Background()
-		p.attach(sandbox.Command{})
-		_, _ = p.Wait()
+		s.discard()
 		return nil, false
 	}
 	p.attach(cmd)

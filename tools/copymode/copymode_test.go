@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shiroagent/shiro/internal/dirstate"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/local"
 	"github.com/shiroagent/shiro/sandbox/sandboxtest"
@@ -56,24 +58,8 @@ func inProcess(t *testing.T, ws string) *Remote {
 // "*" an executable) under dir.
 func tree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
-	for name, content := range files {
-		mode := fs.FileMode(0o644)
-		if strings.HasSuffix(name, "*") {
-			name, mode = strings.TrimSuffix(name, "*"), 0o755
-		}
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(content, "->"); ok {
-			if err := os.Symlink(target, p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			t.Fatal(err)
-		}
+	if err := dirstate.Write(dir, files); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -190,21 +176,9 @@ func TestFileToolsSayTheSameInTheSandbox(t *testing.T) {
 			t.Errorf("call %d differs\n host: %s\n copy: %s", i, host[i], copied[i])
 		}
 	}
-	if h, c := state(t, hostDir), state(t, copyDir); !mapsEqual(h, c) {
+	if h, c := state(t, hostDir), state(t, copyDir); !maps.Equal(h, c) {
 		t.Errorf("the trees differ after the calls\n host: %v\n copy: %v", h, c)
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestManifestListsTheWalkersFilesWithGitHashes(t *testing.T) {
@@ -307,7 +281,7 @@ func TestPackAndUnpackCarryFilesModesAndSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"a.txt": "-rw-r--r-- alpha\n", "x/run": "-rwxr-xr-x #!/bin/sh\n", "x/l": "-> ../a.txt", "deep/er/f": "-rw-r--r-- f\n", "keep": "-rw-r--r-- kept\n"}
-	if got := state(t, dst); !mapsEqual(got, want) {
+	if got := state(t, dst); !maps.Equal(got, want) {
 		t.Errorf("after unpack\n got %v\nwant %v", got, want)
 	}
 	if err := to.Remove(t.Context(), []string{"deep/er/f", "x/l", "gone"}); err != nil {
