@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,8 +109,31 @@ func WorkspaceID(ws string) (string, error) {
 	if stx.Mask&unix.STATX_BTIME != 0 {
 		id += fmt.Sprintf(".%d", stx.Btime.Nsec)
 	}
+	// The birth time ticks with the kernel's coarse clock, so a directory
+	// removed and made again within one tick can get the same inode and
+	// the same birth time. Filesystems that number inode generations
+	// (ext4, xfs, btrfs) tell the two apart.
+	if gen, ok := inodeGeneration(ws); ok {
+		id += fmt.Sprintf(":g%d", gen)
+	}
 	return id, nil
 }
+
+// inodeGeneration is the directory's inode generation, where the
+// filesystem keeps one.
+func inodeGeneration(dir string) (uint32, bool) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	gen, err := unix.IoctlGetUint32(fd, fsIocGetVersion)
+	return gen, err == nil
+}
+
+// fsIocGetVersion is FS_IOC_GETVERSION, _IOR('v', 1, long); x/sys does not
+// define it. The kernel answers with an int.
+const fsIocGetVersion = 0x80007601 | uint(unsafe.Sizeof(uintptr(0)))<<16
 
 // WorkspaceKey is a short stable hash of the workspace path.
 func WorkspaceKey(ws string) string {
