@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,4 +92,29 @@ func TestKubeCopyModeHeadless(t *testing.T) {
 		"src/x.go":   "-rw-r--r-- package x // the user's\n",
 		".gitignore": "-rw-r--r-- build/\n",
 	}, "[applied] 4 files changed: 1 created, 1 deleted, 2 modified")
+
+	// `shiro sandbox shell` opens on the pod's copy, not in a Docker
+	// container of the workspace.
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := h.command(ctx, ws, []string{"KUBECONFIG=" + kubeconfig}, h.bin, append([]string{"sandbox", "shell"}, flags...)...)
+	stdin, err := cmd.StdinPipe() // open until the shell exits, as a terminal would be
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, `printf '[%s %s]\n' "$SHIRO_SANDBOX" "$(cat a.txt)"; exit 5`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 5 {
+		t.Fatalf("shiro sandbox shell: %v, want exit 5\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "[kubernetes ALPHA]") {
+		t.Errorf("the shell did not run in the pod's copy:\n%s", out.String())
+	}
 }

@@ -6,23 +6,15 @@ import (
 	"io"
 
 	"github.com/moby/moby/client"
+
+	"github.com/shiroagent/shiro/sandbox"
 )
 
-// Size is a terminal size in cells.
-type Size struct{ Height, Width uint }
-
-// ShellOptions connect an interactive shell to a terminal.
-type ShellOptions struct {
-	In     io.Reader
-	Out    io.Writer
-	Size   Size
-	Resize <-chan Size
-	Term   string // TERM inside; default xterm-256color
-}
+var _ sandbox.Sheller = (*Sandbox)(nil)
 
 // Shell runs an interactive login shell in the workspace container with a
 // TTY and returns its exit code.
-func (s *Sandbox) Shell(ctx context.Context, opts ShellOptions) (int, error) {
+func (s *Sandbox) Shell(ctx context.Context, opts sandbox.ShellOptions) (int, error) {
 	s.conn.Lock()
 	c := s.c
 	s.conn.Unlock()
@@ -32,7 +24,7 @@ func (s *Sandbox) Shell(ctx context.Context, opts ShellOptions) (int, error) {
 	}
 	term := opts.Term
 	if term == "" {
-		term = "xterm-256color"
+		term = sandbox.DefaultTerm
 	}
 	env := append(baseEnv(s.opts, c.path), "TERM="+term)
 	size := client.ConsoleSize{Height: opts.Size.Height, Width: opts.Size.Width}

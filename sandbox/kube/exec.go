@@ -15,19 +15,19 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 )
 
-// executor makes a pods/exec stream of argv in the sandbox container:
-// WebSocket, falling back to SPDY where the API server (or a proxy in
-// between) does not upgrade to it. The exec runs as the pod's user: the
-// API cannot choose another.
+// executor makes a pods/exec stream of argv in the sandbox container.
 func (c *Cluster) executor(pod string, argv []string, stdin, stderr bool) (remotecommand.Executor, error) {
+	return c.execWith(pod, corev1.PodExecOptions{Command: argv, Stdin: stdin, Stdout: true, Stderr: stderr})
+}
+
+// execWith makes a pods/exec stream in the sandbox container: WebSocket,
+// falling back to SPDY where the API server (or a proxy in between) does
+// not upgrade to it. The exec runs as the pod's user: the API cannot
+// choose another.
+func (c *Cluster) execWith(pod string, o corev1.PodExecOptions) (remotecommand.Executor, error) {
+	o.Container = mainContainer
 	req := c.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(c.ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{
-			Container: mainContainer,
-			Command:   argv,
-			Stdin:     stdin,
-			Stdout:    true,
-			Stderr:    stderr,
-		}, scheme.ParameterCodec)
+		VersionedParams(&o, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(c.cfg, "GET", req.URL().String())
 	if err != nil {
 		return nil, fmt.Errorf("exec in %s: %w", pod, err)

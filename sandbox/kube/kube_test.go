@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -451,4 +454,94 @@ func TestManageTouchesOnlyThisUsersObjects(t *testing.T) {
 	if err == nil && pvc.DeletionTimestamp == nil {
 		t.Error("rm left the claim")
 	}
+}
+
+func TestShellIsALoginShellInTheWorkspace(t *testing.T) {
+	c := testCluster(t)
+	ws := workspace(t, c)
+	opts := testOptions(t, ws)
+	opts.Env = []string{"SHIRO_TEST_SECRET=it's a\nsecret"}
+	var urls urlLog
+	c.cfg.Wrap(urls.wrap)
+	sb := open(t, c, opts)
+
+	// The input stays open until the shell has exited, as a terminal's
+	// would; the pty echoes it, so the check looks for what only running
+	// it prints.
+	in, typing := io.Pipe()
+	defer typing.Close()
+	go func() {
+		_, _ = io.WriteString(typing, `printf '[%s %s %s %s %s]\n' "$(id -u)" "$PWD" "$TERM" "$((6*7))" "$(printf %s "$SHIRO_TEST_SECRET" | tr '\n' _)"; ls /tmp; exit 3`+"\n")
+	}()
+	var out lockedBuffer
+	resize := make(chan sandbox.TermSize, 1)
+	resize <- sandbox.TermSize{Height: 30, Width: 100}
+	code, err := sb.Shell(t.Context(), sandbox.ShellOptions{In: in, Out: &out, Term: "xterm", Size: sandbox.TermSize{Height: 24, Width: 80}, Resize: resize})
+	if err != nil || code != 3 {
+		t.Fatalf("shell: exit %d, %v; output %q", code, err, out.String())
+	}
+	uid, _ := testenv.SandboxUser()
+	want := fmt.Sprintf("[%d %s xterm 42 it's a_secret]", uid, ws)
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the shell printed %q, want %q in it", out.String(), want)
+	}
+	if strings.Contains(out.String(), "shiro-shell.") {
+		t.Errorf("the file that carried the session's environment is still in /tmp: %q", out.String())
+	}
+	// The value never travelled in an exec request's URL (which API
+	// servers log); the shell's own request was seen.
+	var shellSeen bool
+	for _, u := range urls.list() {
+		if strings.Contains(u, "secret") {
+			t.Errorf("a request's URL holds the value: %s", u)
+		}
+		shellSeen = shellSeen || strings.Contains(u, "SHIRO_SHELL_ENV")
+	}
+	if !shellSeen {
+		t.Errorf("no exec request of the shell among %q", urls.list())
+	}
+}
+
+// urlLog records the URL of every request a cluster connection makes.
+type urlLog struct {
+	mu   sync.Mutex
+	urls []string
+}
+
+func (l *urlLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		l.mu.Lock()
+		l.urls = append(l.urls, r.URL.String())
+		l.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+func (l *urlLog) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.urls)
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// lockedBuffer is an output sink the stream's goroutines and the test
+// share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

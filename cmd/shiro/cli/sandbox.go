@@ -307,15 +307,18 @@ func newCmdSandboxShell(f *Factory, sf *SandboxFlags) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			eng, sb, err := orchestrator.OpenDocker(ctx, f.sandboxConfig(cfg, paths, ws, sf))
+			sb, err := orchestrator.OpenSandbox(ctx, f.sandboxConfig(cfg, paths, ws, sf))
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
 			defer sb.Close()
+			sh, ok := sb.(sandbox.Sheller)
+			if !ok {
+				return fmt.Errorf("the %s sandbox has no interactive shell", sb.Info().Kind)
+			}
 
 			inFd, isTerm := term.GetFdInfo(f.In)
-			opts := docker.ShellOptions{In: f.In, Out: f.Out, Term: os.Getenv("TERM")}
+			opts := sandbox.ShellOptions{In: f.In, Out: f.Out, Term: os.Getenv("TERM")}
 			if isTerm {
 				state, err := term.SetRawTerminal(inFd)
 				if err != nil {
@@ -323,9 +326,9 @@ func newCmdSandboxShell(f *Factory, sf *SandboxFlags) *cobra.Command {
 				}
 				defer term.RestoreTerminal(inFd, state) //nolint:errcheck // nothing better to do on exit
 				if ws, err := term.GetWinsize(inFd); err == nil {
-					opts.Size = docker.Size{Height: uint(ws.Height), Width: uint(ws.Width)}
+					opts.Size = sandbox.TermSize{Height: uint(ws.Height), Width: uint(ws.Width)}
 				}
-				resize := make(chan docker.Size, 1)
+				resize := make(chan sandbox.TermSize, 1)
 				winch := make(chan os.Signal, 1)
 				signal.Notify(winch, syscall.SIGWINCH)
 				defer signal.Stop(winch)
@@ -337,7 +340,7 @@ func newCmdSandboxShell(f *Factory, sf *SandboxFlags) *cobra.Command {
 						case <-winch:
 							if ws, err := term.GetWinsize(inFd); err == nil {
 								select {
-								case resize <- docker.Size{Height: uint(ws.Height), Width: uint(ws.Width)}:
+								case resize <- sandbox.TermSize{Height: uint(ws.Height), Width: uint(ws.Width)}:
 								default:
 								}
 							}
@@ -348,7 +351,7 @@ func newCmdSandboxShell(f *Factory, sf *SandboxFlags) *cobra.Command {
 				}()
 				opts.Resize = resize
 			}
-			code, err := sb.Shell(ctx, opts)
+			code, err := sh.Shell(ctx, opts)
 			if err != nil {
 				return err
 			}
