@@ -545,3 +545,73 @@ func (w *lockedBuffer) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// TestKillFallback runs what the session falls back to when its helper
+// does not confirm a kill: a fresh exec of the helper's kill of the
+// session, which ends its processes and leaves the pod; and when that
+// exec fails too (here: a session the helper refuses), the pod's deletion.
+func TestKillFallback(t *testing.T) {
+	c := testCluster(t)
+	sb := open(t, c, testOptions(t, workspace(t, c)))
+	pod := sb.Pod()
+	first, err := c.getPod(t.Context(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(shell string) <-chan error {
+		started := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			res, err := sb.Run(context.WithoutCancel(t.Context()), sandbox.Command{Shell: "echo started; " + shell, Stdout: signalWriter{s: "started", ch: started}})
+			if err == nil && res.ExitCode == 0 {
+				err = errors.New("the command ended by itself")
+			}
+			done <- err
+		}()
+		select {
+		case <-started:
+		case err := <-done:
+			t.Fatalf("the command ended before it started: %v", err)
+		case <-time.After(time.Minute):
+			t.Fatal("the command did not start within a minute")
+		}
+		return done
+	}
+	ended := func(done <-chan error) error {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(2 * time.Minute):
+			t.Fatal("Run did not return within two minutes of the kill")
+			return nil
+		}
+	}
+
+	done := run("(setsid sleep 307 &); sleep 308")
+	waitProcs(t, c, pod, func(ps []string) bool { return countSleeps(ps) == 2 }, "the 2 sleeps running")
+	sb.conn.Lock()
+	kill := sb.killer()
+	sb.conn.Unlock()
+	kill(t.Context())
+	waitProcs(t, c, pod, func(ps []string) bool { return countSleeps(ps) == 0 }, "no sleep left")
+	if err := ended(done); err != nil {
+		t.Logf("the killed command: %v", err)
+	}
+	if p, err := c.getPod(t.Context(), pod); err != nil || p.UID != first.UID || p.DeletionTimestamp != nil {
+		t.Fatalf("the helper's kill touched the pod: %v", err)
+	}
+	// The kill took the session's channel with it; the next command opens
+	// another on the same pod.
+	if out := mustRun(t, sb, "echo again"); out != "again\n" || sb.Pod() != pod {
+		t.Errorf("after the kill: %q on pod %s, want again on %s", out, sb.Pod(), pod)
+	}
+
+	done = run("sleep 309")
+	sb.killWith("not a session!", pod)(t.Context())
+	if _, err := c.getPod(t.Context(), pod); err == nil {
+		t.Error("a failed kill left the pod")
+	}
+	if err := ended(done); err == nil || !strings.Contains(err.Error(), "ended or was deleted") {
+		t.Errorf("the command on the deleted pod: %v", err)
+	}
+}

@@ -151,8 +151,10 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result,
 // exec of the helper's kill of the current session, and if even that
 // fails, the pod is deleted (the next command makes another; the claim
 // stays). Callers hold s.conn's lock.
-func (s *Sandbox) killer() func(context.Context) {
-	sess, pod := s.session(), s.pod
+func (s *Sandbox) killer() func(context.Context) { return s.killWith(s.session(), s.pod) }
+
+// killWith is killer for a session and a pod.
+func (s *Sandbox) killWith(sess, pod string) func(context.Context) {
 	return func(ctx context.Context) {
 		code, err := s.c.Exec(ctx, pod, []string{helperPath, "helper", "kill", "--session", sess})
 		if err != nil || code != 0 {
