@@ -144,8 +144,8 @@ func (h *hostile) secondCopyRun(srv *fakemodel.Server, ws string, env, flags []s
 		t.Fatalf("second run: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
 	reqs := srv.Requests()
-	if !providers[0].paired(t, reqs[len(reqs)-1].JSON(), "c2", "the user's") {
-		t.Errorf("the user's edit did not reach the sandbox")
+	if last := reqs[len(reqs)-1]; !providers[0].paired(t, last.JSON(), "c2", "the user's") {
+		t.Errorf("the user's edit did not reach the sandbox: the model was sent %s\nstderr: %s", last.Body, res.stderr)
 	}
 	if got := h.tree(ws); !sameTree(got, want) {
 		t.Errorf("after --apply the workspace holds\n %v\nwant\n %v\nstderr: %s", got, want, res.stderr)
