@@ -49,6 +49,7 @@ func (s *Sandbox) Shell(ctx context.Context, opts sandbox.ShellOptions) (int, er
 		TTY:     true,
 	})
 	if err != nil {
+		s.removeFile(ctx, envFile)
 		return 0, fmt.Errorf("shell in %s: %w", pod, err)
 	}
 	// The size queue is read by a goroutine of the stream's that nothing
@@ -62,15 +63,21 @@ func (s *Sandbox) Shell(ctx context.Context, opts sandbox.ShellOptions) (int, er
 		return code.Code, nil
 	}
 	if err != nil {
-		if envFile != "" {
-			// The shell may not have started to read and remove it.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			_, _ = s.Run(rctx, sandbox.Command{Args: []string{"rm", "-f", envFile}})
-			cancel()
-		}
+		s.removeFile(ctx, envFile) // the shell may not have started to read and remove it
 		return 0, fmt.Errorf("shell in %s: %w", pod, err)
 	}
 	return 0, nil
+}
+
+// removeFile removes a file in the pod, if name is set, within a few
+// seconds whether or not ctx has ended.
+func (s *Sandbox) removeFile(ctx context.Context, name string) {
+	if name == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, _ = s.Run(ctx, sandbox.Command{Args: []string{"rm", "-f", name}})
 }
 
 // shellEnvFile writes the session's environment as a script to a file
