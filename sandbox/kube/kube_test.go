@@ -141,19 +141,7 @@ func TestInterruptLeavesNoProcessInThePod(t *testing.T) {
 	shell := `setsid sleep 301 & (sleep 302 &) ; nohup sleep 303 >/dev/null 2>&1 & env -u SHIRO_CMD sleep 304 &
 (setsid env -u SHIRO_CMD sh -c 'sleep 305 & sleep 306' &)
 echo started; sleep 300`
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := sb.Run(ctx, sandbox.Command{Shell: shell, Stdout: signalWriter{s: "started", ch: started}})
-		done <- err
-	}()
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatalf("the command ended before it started its children: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the command did not start within a minute")
-	}
+	done := startRun(t, ctx, sb, shell)
 	pod := sb.Pod()
 	waitProcs(t, c, pod, func(ps []string) bool { return countSleeps(ps) == 7 }, "the 7 sleeps running")
 	cancel()
@@ -209,21 +197,28 @@ func countSleeps(ps []string) int {
 	return n
 }
 
-// signalWriter closes ch once s was written.
-type signalWriter struct {
-	s  string
-	ch chan struct{}
-}
-
-func (w signalWriter) Write(p []byte) (int, error) {
-	if strings.Contains(string(p), w.s) {
-		select {
-		case <-w.ch:
-		default:
-			close(w.ch)
+// startRun runs shell in the background until it prints "started" and
+// returns what Run then returns: its error, or one when the command
+// ended by itself with exit 0.
+func startRun(t *testing.T, ctx context.Context, sb sandbox.Sandbox, shell string) <-chan error {
+	t.Helper()
+	out := sandboxtest.NewBuffer("started")
+	done := make(chan error, 1)
+	go func() {
+		res, err := sb.Run(ctx, sandbox.Command{Shell: shell, Stdout: out})
+		if err == nil && res.ExitCode == 0 {
+			err = errors.New("the command ended by itself")
 		}
+		done <- err
+	}()
+	select {
+	case <-out.Seen():
+	case err := <-done:
+		t.Fatalf("the command ended before it started: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the command did not start within a minute")
 	}
-	return len(p), nil
+	return done
 }
 
 func TestPodIsWhatShiroMakes(t *testing.T) {
@@ -473,7 +468,7 @@ func TestShellIsALoginShellInTheWorkspace(t *testing.T) {
 	go func() {
 		_, _ = io.WriteString(typing, `printf '[%s %s %s %s %s]\n' "$(id -u)" "$PWD" "$TERM" "$((6*7))" "$(printf %s "$SHIRO_TEST_SECRET" | tr '\n' _)"; ls /tmp; exit 3`+"\n")
 	}()
-	var out lockedBuffer
+	var out sandboxtest.Buffer
 	resize := make(chan sandbox.TermSize, 1)
 	resize <- sandbox.TermSize{Height: 30, Width: 100}
 	code, err := sb.Shell(t.Context(), sandbox.ShellOptions{In: in, Out: &out, Term: "xterm", Size: sandbox.TermSize{Height: 24, Width: 80}, Resize: resize})
@@ -527,25 +522,6 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// lockedBuffer is an output sink the stream's goroutines and the test
-// share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestKillFallback runs what the session falls back to when its helper
 // does not confirm a kill: a fresh exec of the helper's kill of the
 // session, which ends its processes and leaves the pod; and when that
@@ -558,25 +534,6 @@ func TestKillFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(shell string) <-chan error {
-		started := make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			res, err := sb.Run(context.WithoutCancel(t.Context()), sandbox.Command{Shell: "echo started; " + shell, Stdout: signalWriter{s: "started", ch: started}})
-			if err == nil && res.ExitCode == 0 {
-				err = errors.New("the command ended by itself")
-			}
-			done <- err
-		}()
-		select {
-		case <-started:
-		case err := <-done:
-			t.Fatalf("the command ended before it started: %v", err)
-		case <-time.After(time.Minute):
-			t.Fatal("the command did not start within a minute")
-		}
-		return done
-	}
 	ended := func(done <-chan error) error {
 		select {
 		case err := <-done:
@@ -587,7 +544,7 @@ func TestKillFallback(t *testing.T) {
 		}
 	}
 
-	done := run("(setsid sleep 307 &); sleep 308")
+	done := startRun(t, context.WithoutCancel(t.Context()), sb, "echo started; (setsid sleep 307 &); sleep 308")
 	waitProcs(t, c, pod, func(ps []string) bool { return countSleeps(ps) == 2 }, "the 2 sleeps running")
 	sb.conn.Lock()
 	kill := sb.killer()
@@ -606,7 +563,7 @@ func TestKillFallback(t *testing.T) {
 		t.Errorf("after the kill: %q on pod %s, want again on %s", out, sb.Pod(), pod)
 	}
 
-	done = run("sleep 309")
+	done = startRun(t, context.WithoutCancel(t.Context()), sb, "echo started; sleep 309")
 	sb.killWith("not a session!", pod)(t.Context())
 	if _, err := c.getPod(t.Context(), pod); err == nil {
 		t.Error("a failed kill left the pod")

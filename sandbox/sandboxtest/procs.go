@@ -107,9 +107,9 @@ func token() string { return fmt.Sprintf("%09d", rand.N(1_000_000_000)) }
 // that Processes can find exactly one test's sleeps by tok.
 func sleepArg(base int, tok string) string { return fmt.Sprintf("%d.%s", base, tok) }
 
-// notifyBuffer is a goroutine-safe buffer that closes a channel once it
-// holds a given string.
-type notifyBuffer struct {
+// Buffer is a goroutine-safe output sink. One made by NewBuffer(want)
+// also closes Seen once it holds want; a zero Buffer only collects.
+type Buffer struct {
 	mu     sync.Mutex
 	buf    strings.Builder
 	want   string
@@ -118,15 +118,16 @@ type notifyBuffer struct {
 	closed bool
 }
 
-func newNotifyBuffer(want string) *notifyBuffer {
-	return &notifyBuffer{want: want, seen: make(chan struct{})}
+// NewBuffer returns a Buffer that tells when it holds want.
+func NewBuffer(want string) *Buffer {
+	return &Buffer{want: want, seen: make(chan struct{})}
 }
 
-func (b *notifyBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Write(p)
-	if !b.closed && strings.Contains(b.buf.String(), b.want) {
+	if b.seen != nil && !b.closed && strings.Contains(b.buf.String(), b.want) {
 		b.closed = true
 		b.seenAt = time.Now()
 		close(b.seen)
@@ -134,7 +135,17 @@ func (b *notifyBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (b *notifyBuffer) String() string {
+// Seen is closed once the buffer holds the string NewBuffer was given.
+func (b *Buffer) Seen() <-chan struct{} { return b.seen }
+
+// SeenAt is when Seen was closed.
+func (b *Buffer) SeenAt() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seenAt
+}
+
+func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

@@ -263,7 +263,7 @@ func testCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
 		sleepArg(300, tok), sleepArg(301, tok), sleepArg(302, tok), sleepArg(303, tok))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	out := newNotifyBuffer("started")
+	out := NewBuffer("started")
 	type ran struct {
 		res sandbox.Result
 		err error
@@ -274,7 +274,7 @@ func testCancel(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
 		done <- ran{res, err}
 	}()
 	select {
-	case <-out.seen:
+	case <-out.Seen():
 	case r := <-done:
 		t.Fatalf("Run ended before cancel: %+v, %v, stdout %q", r.res, r.err, out.String())
 	case <-time.After(startWait):
@@ -319,12 +319,12 @@ func testCancelledBefore(t *testing.T, newSandbox func(t *testing.T) sandbox.San
 func testPipeHolder(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox) {
 	sb := newSandbox(t)
 	tok := token()
-	out := newNotifyBuffer("done")
+	out := NewBuffer("done")
 	res, err := sb.Run(t.Context(), sandbox.Command{Shell: fmt.Sprintf("(sleep %s &); echo done", sleepArg(330, tok)), Stdout: out})
 	returned := time.Now()
 	select {
-	case <-out.seen:
-		if took := returned.Sub(out.seenAt); took > promptly {
+	case <-out.Seen():
+		if took := returned.Sub(out.SeenAt()); took > promptly {
 			t.Errorf("Run returned %v after the shell's last output, want under %v", took, promptly)
 		}
 	default:
