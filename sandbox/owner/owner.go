@@ -101,8 +101,15 @@ func DefaultStateDir() (string, error) {
 // repository removed and made again at the same path is a new directory
 // (another inode, another birth time) and gets a fresh HOME.
 func WorkspaceID(ws string) (string, error) {
+	// One open names the directory for both questions below. A path that
+	// reaches it through a symlink (a $PWD with one) names the directory.
+	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("stat the workspace %s: %w", ws, &fs.PathError{Op: "open", Path: ws, Err: err})
+	}
+	defer unix.Close(fd)
 	var stx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, ws, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &stx); err != nil {
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_BTIME, &stx); err != nil {
 		return "", fmt.Errorf("stat the workspace %s: %w", ws, err)
 	}
 	id := fmt.Sprintf("%d:%d:%d", unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino, stx.Btime.Sec)
@@ -113,22 +120,10 @@ func WorkspaceID(ws string) (string, error) {
 	// removed and made again within one tick can get the same inode and
 	// the same birth time. Filesystems that number inode generations
 	// (ext4, xfs, btrfs) tell the two apart.
-	if gen, ok := inodeGeneration(ws); ok {
+	if gen, err := unix.IoctlGetUint32(fd, fsIocGetVersion); err == nil {
 		id += fmt.Sprintf(":g%d", gen)
 	}
 	return id, nil
-}
-
-// inodeGeneration is the directory's inode generation, where the
-// filesystem keeps one.
-func inodeGeneration(dir string) (uint32, bool) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, false
-	}
-	defer unix.Close(fd)
-	gen, err := unix.IoctlGetUint32(fd, fsIocGetVersion)
-	return gen, err == nil
 }
 
 // fsIocGetVersion is FS_IOC_GETVERSION, _IOR('v', 1, long); x/sys does not

@@ -97,3 +97,23 @@ func TestWorkspaceIDChangesWithTheDirectory(t *testing.T) {
 		prev = id
 	}
 }
+
+func TestWorkspaceIDOfAPathThroughASymlinkIsTheDirectorys(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	a, err := WorkspaceID(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := WorkspaceID(link)
+	if err != nil || b != a {
+		t.Errorf("through the symlink: %q, %v; want the directory's id %q", b, err, a)
+	}
+}
