@@ -46,6 +46,16 @@ func (s *credServer) seen() (auth, paths []string) {
 // it answers (401 otherwise).
 func startCredServer(t *testing.T, ip netip.Addr, want, repoRoot, answer string) *credServer {
 	t.Helper()
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveCred(t, ln, ip, want, repoRoot, answer)
+}
+
+// serveCred is startCredServer on a listener of the caller's.
+func serveCred(t *testing.T, ln net.Listener, ip netip.Addr, want, repoRoot, answer string) *credServer {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -61,10 +71,6 @@ func startCredServer(t *testing.T, ip netip.Addr, want, repoRoot, answer string)
 		IsCA:         true, BasicConstraintsValid: true, // its own root
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,5 +213,80 @@ func TestNetworkCredentialsNeverEnterTheSandbox(t *testing.T) {
 	}
 	if fi, err := os.Stat(keys[0]); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the CA key %s: %v, mode %v", keys[0], err, fi.Mode())
+	}
+}
+
+// TestNetworkCredentialsOnlyOverTLS: a credential whose host names no port
+// goes over TLS to port 443 only. A command in the sandbox asks the same
+// host in plain HTTP (another port) and in HTTPS (443, intercepted): the
+// plain server sees no header, the TLS one sees the credential. Both
+// servers are on one loopback address of this machine, which the
+// credential names.
+func TestNetworkCredentialsOnlyOverTLS(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	ws := h.workspace("ws")
+	bearer := "Bearer " + token(t, "cred")
+
+	// Port 443 on a loopback address no other test is likely to hold.
+	var ip netip.Addr
+	var ln443 net.Listener
+	for i := 0; ln443 == nil; i++ {
+		b := make([]byte, 3)
+		rand.Read(b)
+		ip = netip.AddrFrom4([4]byte{127, b[0] | 1, b[1], b[2] | 1})
+		l, err := net.Listen("tcp", netip.AddrPortFrom(ip, 443).String())
+		if err != nil && i == 20 {
+			t.Fatalf("listen on port 443 of a loopback address: %v", err)
+		}
+		ln443 = l
+	}
+	tlsSrv := serveCred(t, ln443, ip, "", h.base, "over-tls")
+	plain := &credServer{}
+	lnPlain, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.hp = lnPlain.Addr().String()
+	psrv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plain.mu.Lock()
+		plain.auth = append(plain.auth, r.Header.Get("Authorization"))
+		plain.mu.Unlock()
+		w.Write([]byte("over-plain-http\n"))
+	})}
+	go psrv.Serve(lnPlain)
+	t.Cleanup(func() { psrv.Close() })
+
+	trust := filepath.Join(h.base, "server.pem")
+	if err := os.WriteFile(trust, tlsSrv.certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.dir("home/.config", 0o700)
+	cfgDir := h.dir("home/.config/shiro", 0o700)
+	cfg, _ := json.Marshal(map[string]any{"network": map[string]any{"credentials": []map[string]any{
+		{"host": ip.String(), "header": "Authorization", "env": "SHIRO_TEST_CREDENTIAL"},
+	}}})
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(cfgDir, "config.json"), h.uid, h.gid); err != nil {
+		t.Fatal(err)
+	}
+	// --noproxy '': the loopback is in NO_PROXY, and these requests are
+	// for the proxy, which reaches this machine's loopback.
+	command := strings.Join([]string{
+		"echo plain: $(curl -sS --noproxy '' -m 20 http://" + plain.hp + "/)",
+		"echo tls: $(curl -sS --noproxy '' -m 20 https://" + ip.String() + "/)",
+	}, "\n")
+	res := h.shiro(ws, []string{"SHIRO_TEST_CREDENTIAL=" + bearer, "SSL_CERT_FILE=" + trust},
+		"--allow-host", plain.hp, "--allow-host", ip.String()+":443", "tool", "bash", bashJSON(command, 60000))
+	mustContain(t, "sandbox", res.stdout, "plain: over-plain-http", "tls: over-tls")
+	plainAuth, _ := plain.seen()
+	if len(plainAuth) != 1 || plainAuth[0] != "" {
+		t.Errorf("the plain-HTTP server saw Authorization %q, want one request without it", plainAuth)
+	}
+	tlsAuth, _ := tlsSrv.seen()
+	if len(tlsAuth) != 1 || tlsAuth[0] != bearer {
+		t.Errorf("the TLS server saw Authorization %q, want the credential once", tlsAuth)
 	}
 }

@@ -216,3 +216,39 @@ func TestNetworkAskHeadless(t *testing.T) {
 	}
 	check("session record", rec.Network)
 }
+
+// TestNetworkLoopbackSpellings: IPv6 spellings of the host's loopback
+// (IPv4-compatible, IPv4-mapped, in either notation) are refused under
+// --allow-host '*', plain and over CONNECT, as 127.0.0.1 is; the server
+// on 127.0.0.1 sees nothing. Only loopback spellings are dialled here:
+// NAT64, 6to4 and the reserved ranges are tested on the policy's decision
+// (sandbox/egress), so that a policy that wrongly allowed one could not
+// send anything off this machine.
+func TestNetworkLoopbackSpellings(t *testing.T) {
+	t.Parallel()
+	api := testenv.RequireDocker(t)
+	testenv.RequireImage(t, api)
+	ws := testenv.Workspace(t, api)
+	loop := startHostServer(t, netip.MustParseAddr("127.0.0.1"), false)
+	_, port, _ := net.SplitHostPort(loop.hp)
+	spellings := []string{"[::127.0.0.1]", "[::7f00:1]", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]"}
+	var lines []string
+	for i, s := range spellings {
+		lines = append(lines,
+			fmt.Sprintf("curl -sS -m 10 http://%s:%s/; echo plain-%d-exit-$?", s, port, i),
+			fmt.Sprintf("curl -sS -k -m 10 https://%s:%s/ 2>&1; echo tls-%d-exit-$?", s, port, i))
+	}
+	res := shiro(t, ws, []string{"SHIRO_HOME=" + t.TempDir()}, "--allow-host", "*", "tool", "bash", bashJSON(strings.Join(lines, "\n"), 0))
+	if strings.Contains(res.stdout, loop.answer) || loop.hits.Load() != 0 {
+		t.Errorf("the loopback server answered %d requests:\n%s", loop.hits.Load(), res.stdout)
+	}
+	for i := range spellings {
+		mustContain(t, spellings[i], res.stdout, fmt.Sprintf("plain-%d-exit-0", i), fmt.Sprintf("tls-%d-exit-56", i))
+	}
+	// Each plain request gets the policy's words (curl prints the 403's
+	// body); the CONNECTs add a notice each.
+	if n := strings.Count(res.stdout, "loopback address "); n < 2*len(spellings) {
+		t.Errorf("%d refusals name the loopback, want %d:\n%s", n, 2*len(spellings), res.stdout)
+	}
+	mustContain(t, "the refusal", res.stdout, "(which carries 127.0.0.1)")
+}

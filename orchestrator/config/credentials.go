@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,7 +12,9 @@ import (
 )
 
 // Credential is one entry of network.credentials (user file only): a
-// header the egress proxy adds to every request to Host, whose value comes
+// header the egress proxy adds to every request to Host over TLS (plain
+// HTTP too when Host names "http://" or a port; see
+// egress.ParseCredentialHost), whose value comes
 // from the host's environment variable Env or from the standard output of
 // Command (an argument list run without a shell; write ["sh", "-c", "…"]
 // for one). The value never enters the sandbox.
@@ -34,12 +37,12 @@ func parseCredentials(raw []byte) ([]Credential, error) {
 	}
 	for i, c := range cs {
 		at := fmt.Sprintf(`"network.credentials"[%d]`, i)
-		p, err := egress.ParsePattern(c.Host)
+		p, err := egress.ParseCredentialHost(c.Host)
 		switch {
+		case errors.Is(err, egress.ErrEveryHost):
+			return nil, fmt.Errorf(`%s: "host" must name hosts, not every host`, at)
 		case err != nil:
 			return nil, fmt.Errorf("%s: %w", at, err)
-		case p == "*" || strings.HasPrefix(p, "*:"):
-			return nil, fmt.Errorf(`%s: "host" must name hosts, not every host`, at)
 		case c.Header == "" || strings.ContainsAny(c.Header, " \t\r\n:") || http.CanonicalHeaderKey(c.Header) == "Proxy-Authorization":
 			return nil, fmt.Errorf(`%s: "header" must be a header name (got %q)`, at, c.Header)
 		case (c.Env == "") == (len(c.Command) == 0):

@@ -88,13 +88,14 @@ func TestLoadNetworkCredentials(t *testing.T) {
 	t.Parallel()
 	user := `{"network": {"credentials": [
 		{"host": "API.test", "header": "Authorization", "env": "API_TOKEN"},
-		{"host": "*.git.test:443", "header": "X-Token", "command": ["gh", "auth", "token"]}]}}`
+		{"host": "*.git.test:443", "header": "X-Token", "command": ["gh", "auth", "token"]},
+		{"host": "HTTP://intranet.test", "header": "X-Key", "env": "K"}]}}`
 	cfg, notices, err := fixture{user: user, project: `{"network": {"credentials": [{"host": "evil.test", "header": "X", "env": "HOME"}]}}`}.load(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs := cfg.Network.Credentials
-	if len(cs) != 2 || cs[0].Host != "api.test" || cs[0].Env != "API_TOKEN" || !slices.Equal(cs[1].Command, []string{"gh", "auth", "token"}) ||
+	if len(cs) != 3 || cs[0].Host != "api.test" || cs[2].Host != "http://intranet.test" || cs[0].Env != "API_TOKEN" || !slices.Equal(cs[1].Command, []string{"gh", "auth", "token"}) ||
 		!strings.HasPrefix(cs[1].Source, "network.credentials[1] in ") {
 		t.Errorf("credentials %+v", cs)
 	}
@@ -103,6 +104,8 @@ func TestLoadNetworkCredentials(t *testing.T) {
 	}
 	for _, bad := range []string{
 		`[{"host": "*", "header": "A", "env": "X"}]`,
+		`[{"host": "https://*", "header": "A", "env": "X"}]`,
+		`[{"host": "ftp://a.test", "header": "A", "env": "X"}]`,
 		`[{"host": "a.test", "header": "A B", "env": "X"}]`,
 		`[{"host": "a.test", "header": "Proxy-Authorization", "env": "X"}]`,
 		`[{"host": "a.test", "header": "A"}]`,

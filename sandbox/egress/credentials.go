@@ -10,12 +10,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,18 +26,26 @@ import (
 
 // Credentials that never enter the sandbox: for the hosts the user names,
 // the proxy adds a header (a token, an authorization) to every request it
-// carries to that host. Plain HTTP requests get it on their way through;
-// HTTPS to those hosts alone is intercepted: the command's TLS ends at the
-// proxy, with a certificate the workspace's CA signs for that host, and
-// the proxy makes its own TLS connection to the server, verified against
-// the host's trust (Config.RootCAs). Every other host is tunnelled
-// untouched. The header is added per request by the host the request goes
-// to, so a redirect to another host does not carry it.
+// carries to that host over TLS. HTTPS to those hosts alone is
+// intercepted: the command's TLS ends at the proxy, with a certificate the
+// workspace's CA signs for that host, and the proxy makes its own TLS
+// connection to the server, verified against the host's trust
+// (Config.RootCAs). Every other host is tunnelled untouched. The header is
+// added per request by the host the request goes to, so a redirect to
+// another host does not carry it.
+//
+// A plain-HTTP request gets the header only when the entry says so: it
+// names "http://" or a port. A host with no port means port 443, over TLS
+// only, so that a command cannot make the proxy send the value in
+// cleartext (curl http://api.example.com/).
 
 // Credential is a header the proxy adds to the requests to some hosts.
 type Credential struct {
-	// Host is a pattern as a Rule's ("api.example.com", "*.example.com",
-	// "host:port"); "*" alone is refused.
+	// Host says where the header goes (see ParseCredentialHost):
+	// "api.example.com" (HTTPS on 443), "https://api.example.com:8443",
+	// "api.example.com:8080" (that port, plain HTTP too),
+	// "http://api.example.com" (port 80, plain HTTP too); the host part is
+	// a pattern as a Rule's ("*.example.com"), "*" alone is refused.
 	Host string
 	// Header is the header's name ("Authorization").
 	Header string
@@ -46,9 +56,91 @@ type Credential struct {
 	Source string
 }
 
+// ErrEveryHost is matched (errors.Is) by the error for a credential whose
+// host is "*": it would go to every host.
+var ErrEveryHost = errors.New("name hosts, not every host")
+
+// credentialScope is where a credential goes: the host pattern, one port,
+// and whether a plain-HTTP request may carry it.
+type credentialScope struct {
+	host  string // a Rule pattern without a port
+	port  int
+	plain bool
+}
+
+// ParseCredentialHost checks a credential's host and returns it in
+// canonical form: an optional scheme ("http://", "https://"), a host
+// pattern as a Rule's (not "*" alone) and an optional port. Without a
+// scheme or a port the credential goes over TLS to port 443 only; a port
+// without a scheme lets plain HTTP to that port carry it too; "https://"
+// is TLS only (port 443 unless named); "http://" lets plain HTTP carry it
+// (port 80 unless named).
+func ParseCredentialHost(h string) (string, error) {
+	if _, err := parseCredentialScope(h); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), "/"), nil
+}
+
+// splitScheme cuts "http://" or "https://" off h.
+func splitScheme(h string) (scheme, rest string) {
+	for _, p := range []string{"http://", "https://"} {
+		if r, ok := strings.CutPrefix(h, p); ok {
+			return p, r
+		}
+	}
+	return "", h
+}
+
+func parseCredentialScope(h string) (credentialScope, error) {
+	scheme, rest := splitScheme(strings.ToLower(strings.TrimSpace(h)))
+	rest = strings.TrimSuffix(rest, "/")
+	if strings.Contains(rest, "://") {
+		return credentialScope{}, fmt.Errorf("credential host %q: the scheme is http:// or https://", h)
+	}
+	host, port, _, err := splitPattern(rest)
+	if err != nil {
+		return credentialScope{}, err
+	}
+	if host == "*" {
+		return credentialScope{}, fmt.Errorf("credential host %q: %w", h, ErrEveryHost)
+	}
+	sc := credentialScope{host: host, port: port}
+	switch {
+	case scheme == "http://":
+		sc.plain = true
+		if sc.port == 0 {
+			sc.port = 80
+		}
+	case scheme == "https://":
+		if sc.port == 0 {
+			sc.port = 443
+		}
+	case sc.port == 0:
+		sc.port = 443
+	default:
+		sc.plain = true // a port the user named: whatever runs there
+	}
+	if strings.Contains(sc.host, ":") { // an IPv6 address: brackets for the rule
+		sc.host = "[" + sc.host + "]"
+	}
+	return sc, nil
+}
+
+// covers reports whether a request to host:port, over TLS or not, gets the
+// credential.
+func (sc credentialScope) covers(host string, port int, overTLS bool) bool {
+	if port != sc.port || !overTLS && !sc.plain {
+		return false
+	}
+	ok, _ := (Rule{Pattern: sc.host}).match(host, port, nil)
+	return ok
+}
+
 // credential is a configured Credential and its value once fetched.
 type credential struct {
 	Credential
+	scope credentialScope
 	mu    sync.Mutex
 	value string
 	have  bool
@@ -82,10 +174,11 @@ func (e *CredentialError) Error() string {
 
 func (e *CredentialError) Unwrap() error { return e.Err }
 
-// credentialFor is the credential configured for host:port, or nil.
-func (p *Proxy) credentialFor(host string, port int) *credential {
+// credentialFor is the credential configured for host:port over TLS (or
+// not), or nil.
+func (p *Proxy) credentialFor(host string, port int, overTLS bool) *credential {
 	for _, c := range p.creds {
-		if ok, _ := (Rule{Pattern: c.Host}).match(host, port, nil); ok {
+		if c.scope.covers(host, port, overTLS) {
 			return c
 		}
 	}
@@ -99,7 +192,7 @@ func (p *Proxy) intercepts(hostport string) bool {
 		return false
 	}
 	host, port, err := splitHostPort(hostport)
-	return err == nil && p.credentialFor(host, port) != nil
+	return err == nil && p.credentialFor(host, port, true) != nil
 }
 
 // intercepted is a CONNECT the proxy intercepts: the command's token and
@@ -137,7 +230,10 @@ func (p *Proxy) addCredential(r *http.Request) *http.Response {
 	if err != nil {
 		return nil
 	}
-	c := p.credentialFor(host, port)
+	// An intercepted request, or one the proxy sends upstream over TLS
+	// itself (an https:// URL asked of the proxy in plain text): both
+	// leave this machine encrypted.
+	c := p.credentialFor(host, port, r.URL.Scheme == "https")
 	if c == nil {
 		return nil
 	}

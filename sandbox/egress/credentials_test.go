@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -194,4 +195,119 @@ func TestCredentialsInterceptionKeepsThePolicy(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "could not get the credential for "+bhp+" (network.credentials[0])") {
 		t.Errorf("status %d, body %q", resp.StatusCode, body)
 	}
+}
+
+// scopeReq is a request to host:port, over TLS or not, and whether it
+// carries the credential.
+type scopeReq struct {
+	host    string
+	port    int
+	overTLS bool
+	want    bool
+}
+
+func TestCredentialScope(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, host string
+		err        bool
+		reqs       []scopeReq
+	}{
+		{name: "a portless host is TLS on 443 only", host: "api.example.com", reqs: []scopeReq{{"api.example.com", 443, true, true}, {"api.example.com", 443, false, false}, {"api.example.com", 80, false, false}, {"api.example.com", 8443, true, false}, {"other.example.com", 443, true, false}}},
+		{name: "a port names where plain HTTP may carry it", host: "api.example.com:8080", reqs: []scopeReq{{"api.example.com", 8080, false, true}, {"api.example.com", 8080, true, true}, {"api.example.com", 443, true, false}}},
+		{name: "http:// lets plain HTTP on 80 carry it", host: "http://api.example.com", reqs: []scopeReq{{"api.example.com", 80, false, true}, {"api.example.com", 443, true, false}}},
+		{name: "https:// with a port is TLS only", host: "https://api.example.com:8443", reqs: []scopeReq{{"api.example.com", 8443, true, true}, {"api.example.com", 8443, false, false}}},
+		{name: "a wildcard keeps the rule", host: "*.example.com", reqs: []scopeReq{{"a.example.com", 443, true, true}, {"a.example.com", 80, false, false}}},
+		{name: "an IPv6 address", host: "[::1]", reqs: []scopeReq{{"::1", 443, true, true}, {"::1", 80, false, false}}},
+		{name: "every host is refused", host: "*", err: true},
+		{name: "every host with a scheme is refused", host: "https://*", err: true},
+		{name: "another scheme is refused", host: "ftp://api.example.com", err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseCredentialHost(tt.host)
+			sc, err2 := parseCredentialScope(tt.host)
+			if (err != nil) != tt.err || (err2 != nil) != tt.err {
+				t.Fatalf("ParseCredentialHost(%q): %v, %v", tt.host, err, err2)
+			}
+			for _, r := range tt.reqs {
+				if got := sc.covers(r.host, r.port, r.overTLS); got != r.want {
+					t.Errorf("%s:%d over TLS %v: %v, want %v", r.host, r.port, r.overTLS, got, r.want)
+				}
+			}
+		})
+	}
+}
+
+// TestCredentialsOnlyOverTLS: a credential whose host names no port is
+// not added to a plain-HTTP request, on any port (443 included), and is
+// added over an intercepted TLS connection to port 443. The servers are on
+// 127.0.0.1; the proxy's dial of port 443 and 80 is redirected to them.
+func TestCredentialsOnlyOverTLS(t *testing.T) {
+	leakCheck(t)
+	const secret = "Bearer only-over-tls"
+	var tlsSeen, plainSeen seen
+	tlsSrv := httptest.NewTLSServer(tlsSeen.handler("Authorization", nil))
+	defer tlsSrv.Close()
+	plainSrv := httptest.NewServer(plainSeen.handler("Authorization", nil))
+	defer plainSrv.Close()
+	thp, _ := hostport(t, tlsSrv.URL)
+	php, pport := hostport(t, plainSrv.URL)
+	caPEM, keyPEM, err := NewCA("shiro test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := tls.X509KeyPair(caPEM, keyPEM)
+	upstream := x509.NewCertPool()
+	upstream.AddCert(tlsSrv.Certificate())
+	h := newHarness(t, Config{
+		Policy: Policy{Allow: []Rule{{Pattern: "127.0.0.1", Source: "t"}}},
+		Credentials: []Credential{{Host: "127.0.0.1", Header: "Authorization", Source: "network.credentials[0]",
+			Value: func(context.Context) (string, error) { return secret, nil }}},
+		CA:      &ca,
+		RootCAs: upstream,
+	})
+	// Each request's dial goes to the server the test names for it.
+	var mu sync.Mutex
+	target := ""
+	real := h.p.dialTCP
+	h.p.dialTCP = func(ctx context.Context, _ string) (net.Conn, error) {
+		mu.Lock()
+		to := target
+		mu.Unlock()
+		return real(ctx, to)
+	}
+	trust := x509.NewCertPool()
+	trust.AppendCertsFromPEM(caPEM)
+	token, release := h.p.Register(sandbox.Caller{ID: "call_t"})
+	defer release()
+	pu, _ := url.Parse(h.url)
+	pu.User = url.UserPassword("shiro", token)
+	tr := &http.Transport{Proxy: http.ProxyURL(pu), DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: trust}}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	for _, r := range []struct{ url, server string }{
+		{"http://127.0.0.1:" + pport + "/", php}, // the plain server's own port
+		{"http://127.0.0.1/", php},               // port 80
+		{"http://127.0.0.1:443/", php},           // plain HTTP to port 443
+		{"https://127.0.0.1/", thp},              // TLS to 443, intercepted
+	} {
+		mu.Lock()
+		target = r.server
+		mu.Unlock()
+		resp, err := c.Get(r.url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", r.url, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if got := plainSeen.all(); len(got) != 3 || got[0] != "" || got[1] != "" || got[2] != "" {
+		t.Errorf("plain HTTP carried %q, want three requests without the credential", got)
+	}
+	if got := tlsSeen.all(); len(got) != 1 || got[0] != secret {
+		t.Errorf("the intercepted TLS request carried %q, want the credential", got)
+	}
+	h.wait(t, 4)
 }

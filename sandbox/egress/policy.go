@@ -138,7 +138,7 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 	var public []netip.Addr
 	var special []netip.Addr
 	for _, a := range addrs {
-		if p.special(a) != "" {
+		if kind, _ := p.classify(a); kind != "" {
 			special = append(special, a)
 		} else {
 			public = append(public, a)
@@ -156,7 +156,12 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 		if host == a.String() {
 			name = host
 		}
-		return Decision{Verdict: Denied, Addr: a, Rule: fmt.Sprintf("%s address %s: only a rule naming %s exactly reaches it", p.special(a), a, name)}
+		kind, inner := p.classify(a)
+		shown := a.String()
+		if inner.IsValid() {
+			shown += " (which carries " + inner.String() + ")"
+		}
+		return Decision{Verdict: Denied, Addr: a, Rule: fmt.Sprintf("%s address %s: only a rule naming %s exactly reaches it", kind, shown, name)}
 	default:
 		return Decision{Verdict: Denied, Rule: "no address"}
 	}
@@ -166,10 +171,33 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 	return Decision{Verdict: Unknown, Addr: target}
 }
 
-// special names the kind of an address only an exact rule may reach, or
-// returns "".
-func (p *Policy) special(a netip.Addr) string {
+// classify names the kind of an address only an exact rule may reach
+// ("loopback", "private", …), or returns "" for a public one. An IPv6
+// address that carries an IPv4 one (mapped, IPv4-compatible, NAT64, 6to4)
+// is judged by the IPv4 address it may reach, which is returned as inner
+// when that makes it special.
+func (p *Policy) classify(a netip.Addr) (kind string, inner netip.Addr) {
 	a = a.Unmap()
+	if k := p.kind(a); k != "" {
+		return k, netip.Addr{}
+	}
+	// Of several candidates (local-use NAT64), one that is loopback,
+	// private, link-local or the host's is named before one in a reserved
+	// range (the zero bytes of another position often are).
+	for _, v4 := range embeddedIPv4(a) {
+		switch k := p.kind(v4); {
+		case k == "":
+		case k != "reserved":
+			return k, v4
+		case !inner.IsValid():
+			kind, inner = k, v4
+		}
+	}
+	return kind, inner
+}
+
+// kind classifies one address as it is.
+func (p *Policy) kind(a netip.Addr) string {
 	switch {
 	case a.IsLoopback():
 		return "loopback"
@@ -180,6 +208,11 @@ func (p *Policy) special(a netip.Addr) string {
 	case a.IsUnspecified(), a.IsMulticast(), a.IsInterfaceLocalMulticast():
 		return "reserved"
 	}
+	for _, r := range reserved4 {
+		if r.Contains(a) {
+			return "reserved"
+		}
+	}
 	for _, h := range p.HostAddrs {
 		if h.Unmap() == a {
 			return "this machine's"
@@ -188,8 +221,55 @@ func (p *Policy) special(a netip.Addr) string {
 	return ""
 }
 
-// cgnat is the shared address space (RFC 6598), private in practice.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+var (
+	// cgnat is the shared address space (RFC 6598), private in practice.
+	cgnat = netip.MustParsePrefix("100.64.0.0/10")
+	// reserved4 are IPv4 ranges no public service is on: "this network"
+	// (0/8, which Linux routes to the host itself), the IETF's protocol
+	// assignments (192.0.0.0/24), benchmarking (198.18/15) and the
+	// reserved block with the broadcast address (240/4).
+	reserved4 = []netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/8"),
+		netip.MustParsePrefix("192.0.0.0/24"),
+		netip.MustParsePrefix("198.18.0.0/15"),
+		netip.MustParsePrefix("240.0.0.0/4"),
+	}
+	ipv4Compatible = netip.MustParsePrefix("::/96")
+	nat64          = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedIPv4 lists the IPv4 addresses an IPv6 address may reach by
+// carrying them: the IPv4-compatible form (::a.b.c.d, deprecated but
+// still parsed), the well-known NAT64 prefix (64:ff9b::/96), the local-use
+// NAT64 prefix (64:ff9b:1::/48, whose operator may use any of the RFC 6052
+// prefix lengths from /48 to /96, so each position is a candidate) and
+// 6to4 (2002:a.b.c.d::/48). IPv4-mapped addresses are unmapped before.
+func embeddedIPv4(a netip.Addr) []netip.Addr {
+	if !a.Is6() {
+		return nil
+	}
+	b := a.As16()
+	v4 := func(x ...byte) netip.Addr { return netip.AddrFrom4([4]byte(x)) }
+	switch {
+	case ipv4Compatible.Contains(a):
+		return []netip.Addr{v4(b[12:16]...)}
+	case nat64.Contains(a):
+		return []netip.Addr{v4(b[12:16]...)}
+	case nat64Local.Contains(a):
+		// RFC 6052 §2.2: byte 8 (bits 64-71) is always zero and skipped.
+		return []netip.Addr{
+			v4(b[6], b[7], b[9], b[10]),   // /48
+			v4(b[7], b[9], b[10], b[11]),  // /56
+			v4(b[9], b[10], b[11], b[12]), // /64
+			v4(b[12:16]...),               // /96
+		}
+	case sixToFour.Contains(a):
+		return []netip.Addr{v4(b[2:6]...)}
+	}
+	return nil
+}
 
 // LocalAddrs lists the host's own interface addresses.
 func LocalAddrs() []netip.Addr {

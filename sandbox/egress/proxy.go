@@ -22,6 +22,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/sandbox"
 )
 
@@ -130,7 +131,7 @@ type PolicyError struct {
 }
 
 func (e *PolicyError) Error() string {
-	return fmt.Sprintf("shiro's network policy refused %s (%s); %s", e.HostPort, e.Rule, e.How)
+	return fmt.Sprintf("shiro's network policy refused %s (%s); %s", termsafe.Name(e.HostPort), e.Rule, e.How)
 }
 
 // New makes a proxy.
@@ -165,7 +166,11 @@ func New(cfg Config) *Proxy {
 		TLSClientConfig:    &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
 	}
 	for _, c := range cfg.Credentials {
-		p.creds = append(p.creds, &credential{Credential: c})
+		sc, err := parseCredentialScope(c.Host)
+		if err != nil {
+			continue // never sent; the configuration's reader refuses it first
+		}
+		p.creds = append(p.creds, &credential{Credential: c, scope: sc})
 	}
 	if cfg.CA != nil {
 		p.mitmTLS = goproxy.TLSConfigFromCA(cfg.CA)
