@@ -50,6 +50,9 @@ func (c rwc) Close() error { return c.close() }
 // host), each connection goes to the socket instead and in only says when
 // to stop.
 func Forward(ctx context.Context, in io.Reader, out io.Writer, socket string) error {
+	// A forwarder counts as a session for init and carries every
+	// connection: a command must not be able to take it over.
+	notDumpable()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("listen on the loopback: %w", err)

@@ -228,3 +228,42 @@ func TestInitReturnsOnSIGTERM(t *testing.T) {
 		t.Error("init did not return within 10s of SIGTERM")
 	}
 }
+
+// The end of a session init has seen wakes it at once, not at its next
+// poll: after an unclean end (shiro killed), what the session left is
+// killed as soon as no session is left.
+func TestSessionWatchSeesASessionEnd(t *testing.T) {
+	t.Parallel()
+	w, err := newSessionWatch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.stop()
+	a, b := exec.Command("sleep", "100"), exec.Command("sleep", "100")
+	for _, c := range []*exec.Cmd{a, b} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Process.Kill()
+	}
+	w.track([]int{a.Process.Pid, b.Process.Pid})
+	select {
+	case <-w.ended:
+		t.Fatal("ended before any session did")
+	case <-time.After(50 * time.Millisecond):
+	}
+	_ = a.Process.Kill()
+	_ = a.Wait()
+	select {
+	case <-w.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the end of a watched session was not seen")
+	}
+	w.track([]int{b.Process.Pid}) // a is no session any more
+	w.mu.Lock()
+	n := len(w.fds)
+	w.mu.Unlock()
+	if n != 1 {
+		t.Errorf("watching %d sessions, want 1", n)
+	}
+}

@@ -12,3 +12,6 @@ import (
 func Init(ctx context.Context, opts InitOptions) error {
 	return fmt.Errorf("init: %w", errors.ErrUnsupported)
 }
+
+// NotifyInit is Linux's (the container's init); elsewhere it does nothing.
+func NotifyInit() {}

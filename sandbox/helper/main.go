@@ -37,6 +37,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "shiro helper: want init, serve, reap, kill or git")
 		return 2
 	}
+	// Every helper process is shiro's, not the command's: out of reach of
+	// the command user's ptrace and /proc/<pid>/fd from the start (see
+	// notDumpable).
+	notDumpable()
 	err := run(args[0], args[1:], stdin, stdout, stderr)
 	var usage usageError
 	switch {
@@ -86,6 +90,7 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 			return usageError{errors.New("--session is required")}
 		}
 		touchLastUsed()
+		NotifyInit()
 		opts := ServeOptions{SessionID: *session, Env: os.Environ(), OwnProcess: true}
 		if *envStdin {
 			extra, err := ReadEnvLine(stdin)
@@ -111,7 +116,7 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	case "reap":
 		var opts ReapOptions
 		fs.StringVar(&opts.SessionID, "session", "", "session id (for a kill from outside)")
-		fs.IntVar(&opts.OOMScoreAdj, "oom-score-adj", 0, "raise the oom_score_adj of the reaper and its commands")
+		fs.IntVar(&opts.OOMScoreAdj, "oom-score-adj", 0, "raise the oom_score_adj of each command the reaper starts")
 		if err := parse(); err != nil {
 			return err
 		}

@@ -238,14 +238,23 @@ func signalIf(pid int, sig unix.Signal, still func() bool) error {
 	return nil
 }
 
-// setOOMScoreAdj writes the calling process's oom_score_adj. Raising it
-// needs no privilege; children inherit it.
-func setOOMScoreAdj(n int) error {
-	if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(n)), 0); err != nil {
+// setOOMScoreAdj writes the oom_score_adj of process pid. Raising it
+// needs no privilege, only a process whose /proc files are the caller's
+// user's (a dumpable one); its children inherit it.
+func setOOMScoreAdj(pid, n int) error {
+	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(strconv.Itoa(n)), 0); err != nil {
 		return fmt.Errorf("set oom_score_adj: %w", err)
 	}
 	return nil
 }
+
+// notDumpable makes the calling process not dumpable: a process of the
+// same user can then neither ptrace it nor open anything under its
+// /proc/<pid> but what is world-readable. The helper's own processes are
+// already so from their exec on, as long as the helper binary is not
+// readable by the user that runs it (see docs/sandbox.md); this covers
+// a helper that is.
+func notDumpable() { _ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }
 
 // exitStatus returns the exit code, or 128+signal and the signal's name.
 func exitStatus(ws syscall.WaitStatus) (int, string) {

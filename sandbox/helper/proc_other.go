@@ -47,3 +47,5 @@ func (*reaper) start(*Process, reapMsg, []*os.File) error { return errors.ErrUns
 func (*reaper) kill(uint64) error                         { return errors.ErrUnsupported }
 
 func (*server) ownProcess() (func(), error) { return nil, errors.ErrUnsupported }
+
+func notDumpable() {}

@@ -47,9 +47,6 @@ type reapMsg struct {
 	Args []string `json:"args,omitempty"`
 	Env  []string `json:"env,omitempty"`
 	Dir  string   `json:"dir,omitempty"`
-	// Files is how many descriptors the start carries when not reapFiles:
-	// a warm shell's fourth is the pipe its script arrives on.
-	Files int `json:"files,omitempty"`
 
 	// started, failed
 	Pid   int    `json:"pid,omitempty"`
@@ -62,27 +59,16 @@ type reapMsg struct {
 }
 
 // reapFiles is how many descriptors a start request carries: stdin,
-// stdout, stderr; maxReapFiles, with a warm shell's script pipe.
-const (
-	reapFiles    = 3
-	maxReapFiles = 4
-)
-
-// fileCount is how many descriptors m carries.
-func (m reapMsg) fileCount() int {
-	if m.Files > 0 {
-		return min(m.Files, maxReapFiles)
-	}
-	return reapFiles
-}
+// stdout, stderr.
+const reapFiles = 3
 
 // ReapOptions configures Reap.
 type ReapOptions struct {
 	// SessionID is the session the reaper serves; it only appears on the
 	// reaper's command line, where a kill from outside finds it.
 	SessionID string
-	// OOMScoreAdj, when non-zero, is written to the reaper's oom_score_adj
-	// before it starts anything; its commands inherit it.
+	// OOMScoreAdj, when non-zero, is written to the oom_score_adj of each
+	// command the reaper starts, as it starts it.
 	OOMScoreAdj int
 }
 

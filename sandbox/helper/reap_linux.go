@@ -28,16 +28,9 @@ func Reap(conn *os.File, opts ReapOptions) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("become a subreaper: %w", err)
 	}
-	// The OOM score first: once the process is not dumpable, its /proc
-	// files belong to root and a normal user cannot write them.
-	if opts.OOMScoreAdj != 0 {
-		if err := setOOMScoreAdj(opts.OOMScoreAdj); err != nil {
-			return err
-		}
-	}
 	// Not dumpable: a command (same user) can neither ptrace the reaper nor
 	// open its descriptors through /proc.
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	notDumpable()
 	c, err := net.FileConn(conn) // a close-on-exec duplicate: commands never get it
 	_ = conn.Close()
 	if err != nil {
@@ -65,7 +58,7 @@ func Reap(conn *os.File, opts ReapOptions) error {
 	defer close(stop)
 	go readReapRequests(uc, reqs, stop)
 
-	r := &reapState{conn: uc, self: os.Getpid()}
+	r := &reapState{conn: uc, self: os.Getpid(), oomScoreAdj: opts.OOMScoreAdj}
 	for {
 		select {
 		case req, ok := <-reqs:
@@ -120,7 +113,7 @@ func readReapRequests(conn *net.UnixConn, out chan<- reapRequest, stop <-chan st
 			if req.Op == reapStart {
 				// A start's descriptors arrive with its first byte, so
 				// they are here by the time its line is complete.
-				k := min(req.fileCount(), len(fds))
+				k := min(reapFiles, len(fds))
 				req.files, fds = fds[:k:k], fds[k:]
 			}
 			select {
@@ -142,8 +135,9 @@ func readReapRequests(conn *net.UnixConn, out chan<- reapRequest, stop <-chan st
 // nothing else reaps, a pid it reads from /proc stays reserved until it
 // reaps it, so it never signals a reused pid.
 type reapState struct {
-	conn *net.UnixConn
-	self int
+	conn        *net.UnixConn
+	self        int
+	oomScoreAdj int // written to each command's oom_score_adj when not 0
 
 	id   uint64 // the current command, 0 when none
 	main int    // its main process until reaped, else 0
@@ -184,8 +178,8 @@ func (r *reapState) start(req reapRequest) {
 		fail(fmt.Errorf("reaper busy with command %d", r.id))
 		return
 	}
-	if len(req.files) != req.fileCount() {
-		fail(fmt.Errorf("start: got %d descriptors, want %d", len(req.files), req.fileCount()))
+	if len(req.files) != reapFiles {
+		fail(fmt.Errorf("start: got %d descriptors, want %d", len(req.files), reapFiles))
 		return
 	}
 	p, err := os.StartProcess(req.Path, req.Args, &os.ProcAttr{
@@ -200,6 +194,13 @@ func (r *reapState) start(req reapRequest) {
 	}
 	r.id, r.main = req.ID, p.Pid
 	_ = p.Release() // reaped by wait4 below
+	if r.oomScoreAdj != 0 {
+		// The command has exec'd by now: its /proc files are the user's
+		// (unless it runs a program the user cannot read, which then keeps
+		// the reaper's score). The reaper cannot raise its own score and
+		// pass it on: it is not dumpable from its exec on.
+		_ = setOOMScoreAdj(r.main, r.oomScoreAdj)
+	}
 	r.send(reapMsg{Op: reapStarted, ID: req.ID, Pid: r.main})
 }
 

@@ -42,7 +42,6 @@ type Runner struct {
 	seq         atomic.Uint64
 	pool        *reaperPool // nil without a reaper
 	login       loginEnv
-	warm        shellWarmer
 
 	afterGrace func() // test hook: Wait gave up waiting for EOF
 }
@@ -74,8 +73,8 @@ func WithReaper(argv []string) RunnerOption {
 	return func(r *Runner) { r.reaper = argv }
 }
 
-// WithOOMScoreAdj makes the reapers, and so the commands, raise their
-// oom_score_adj to n, so that under memory pressure the kernel kills them
+// WithOOMScoreAdj makes the reapers raise the oom_score_adj of each command
+// they start to n, so that under memory pressure the kernel kills them
 // before the processes that serve the session.
 func WithOOMScoreAdj(n int) RunnerOption {
 	return func(r *Runner) { r.oomScoreAdj = n }
@@ -127,8 +126,6 @@ func (r *Runner) SessionID() string { return r.sessionID }
 // runs again), then every process that carries one of the session's markers
 // is killed.
 func (r *Runner) KillSession() error {
-	r.warm.pause()
-	defer r.warm.resume()
 	if r.pool != nil {
 		r.pool.closeAll()
 		r.pool.wait()
@@ -183,20 +180,8 @@ func (r *Runner) Start(ctx context.Context, cmd sandbox.Command) (*Process, erro
 	if err != nil {
 		return nil, err
 	}
-	// A bash from the login environment: the next one starts ahead.
-	login := shell == "bash" && c.Args[1] == "-c" && c.Dir != ""
-	if login {
-		if p, ok := r.claimShell(ctx, cmd, c); ok {
-			r.warmAfter(p, c.Path, r.loginEnv(), c.Dir)
-			return p, nil
-		}
-	}
 	id := r.seq.Add(1)
-	p, err := r.start(ctx, cmd, c, shell, id, r.sessionID+"."+strconv.FormatUint(id, 10))
-	if err == nil && login {
-		r.warmAfter(p, c.Path, r.loginEnv(), c.Dir)
-	}
-	return p, err
+	return r.start(ctx, cmd, c, shell, id, r.sessionID+"."+strconv.FormatUint(id, 10))
 }
 
 // start starts c, built from cmd, as command id with marker.
@@ -313,7 +298,6 @@ type Process struct {
 	grace      time.Duration
 	oom        *oomCounter
 	afterGrace func()
-	done       func() // called when Wait returns
 
 	pid       int
 	reaper    *reaper   // the command's reaper; nil when started directly
@@ -348,7 +332,7 @@ func (p *Process) finish(code int, signal string, err error) {
 func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) error {
 	p.oomBefore, p.oomKnown = p.oom.read()
 	p.started = time.Now()
-	if err := p.spawn(c, cmd.Stdin, pool, nil); err != nil {
+	if err := p.spawn(c, cmd.Stdin, pool); err != nil {
 		return err
 	}
 	p.attach(cmd)
@@ -356,9 +340,9 @@ func (p *Process) start(c *exec.Cmd, cmd sandbox.Command, pool *reaperPool) erro
 }
 
 // spawn makes the command's pipes and starts c, under a reaper from pool
-// when pool is set; extra descriptors follow its three streams. The output
-// is read, and stdin copied, once attach says where to.
-func (p *Process) spawn(c *exec.Cmd, stdin io.Reader, pool *reaperPool, extra []*os.File) (err error) {
+// when pool is set. The output is read, and stdin copied, once attach says
+// where to.
+func (p *Process) spawn(c *exec.Cmd, stdin io.Reader, pool *reaperPool) (err error) {
 	var files []*os.File // ours to close whatever happens
 	defer func() {
 		for _, f := range files {
@@ -398,9 +382,9 @@ func (p *Process) spawn(c *exec.Cmd, stdin io.Reader, pool *reaperPool, extra []
 	}
 
 	if pool != nil {
-		err = p.startReaped(c, pool, append([]*os.File{inR, outW, errW}, extra...))
+		err = p.startReaped(c, pool, []*os.File{inR, outW, errW})
 	} else {
-		err = p.startDirect(c, inR, outW, errW, extra)
+		err = p.startDirect(c, inR, outW, errW)
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) { // the directory exists: the binary (or its interpreter) does not
@@ -443,9 +427,6 @@ func (p *Process) attach(cmd sandbox.Command) {
 // stdout and stderr.
 func (p *Process) startReaped(c *exec.Cmd, pool *reaperPool, files []*os.File) error {
 	m := reapMsg{Op: reapStart, ID: p.id, Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir}
-	if len(files) != reapFiles {
-		m.Files = len(files)
-	}
 	for try := 0; ; try++ {
 		r, err := pool.get()
 		if err != nil {
@@ -468,12 +449,11 @@ func (p *Process) startReaped(c *exec.Cmd, pool *reaperPool, files []*os.File) e
 }
 
 // startDirect starts c as a child of this process.
-func (p *Process) startDirect(c *exec.Cmd, stdin, stdout, stderr *os.File, extra []*os.File) error {
+func (p *Process) startDirect(c *exec.Cmd, stdin, stdout, stderr *os.File) error {
 	if stdin != nil {
 		c.Stdin = stdin
 	}
 	c.Stdout, c.Stderr = stdout, stderr
-	c.ExtraFiles = extra
 	if err := c.Start(); err != nil {
 		return err
 	}
@@ -574,9 +554,6 @@ func (p *Process) Kill() error {
 // ended. On cancellation it returns the Result (Interrupted set) with the
 // context's error. Wait must be called exactly once.
 func (p *Process) Wait() (sandbox.Result, error) {
-	if p.done != nil {
-		defer p.done()
-	}
 	res := sandbox.Result{Shell: p.shell}
 	var err error
 	var timeout <-chan time.Time

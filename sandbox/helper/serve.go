@@ -38,19 +38,18 @@ type ServeOptions struct {
 	Reaper []string
 	// OwnProcess says Serve is the whole process (`helper serve`): it makes
 	// the process a child subreaper and kills every process that lands on
-	// it (one whose reaper was killed), makes it not dumpable (a command can
-	// neither ptrace it nor open its descriptors through /proc), and raises
-	// its oom_score_adj to ServeOOMScoreAdj and its commands' to
-	// CommandOOMScoreAdj, so that under memory pressure the kernel kills
-	// commands first, then sessions, and the container's init last.
+	// it (one whose reaper was killed), makes sure it is not dumpable (a
+	// command can neither ptrace it nor open its descriptors through
+	// /proc), and raises its commands' oom_score_adj to CommandOOMScoreAdj,
+	// so that under memory pressure the kernel kills commands first.
 	OwnProcess bool
 }
 
-// The oom_score_adj of an owned Serve process and of its commands.
-const (
-	ServeOOMScoreAdj   = 500
-	CommandOOMScoreAdj = 1000
-)
+// CommandOOMScoreAdj is the oom_score_adj of an owned Serve's commands.
+// The helper's own processes keep the container's (they are not dumpable,
+// so their /proc files are not the user's to write: the score is raised
+// on each command as its reaper starts it).
+const CommandOOMScoreAdj = 1000
 
 // Serve answers the requests read from r, writing replies to w, until r ends
 // (the host closed the session) or ctx is done. Commands run concurrently.

@@ -18,12 +18,7 @@ func (s *server) ownProcess() (stop func(), err error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, fmt.Errorf("become a subreaper: %w", err)
 	}
-	// The OOM score before the process stops being dumpable (its /proc
-	// files then belong to root, out of a normal user's reach).
-	if err := setOOMScoreAdj(ServeOOMScoreAdj); err != nil {
-		s.logf("%v", err) // not fatal: the kernel may refuse a value below the current one
-	}
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	notDumpable()
 	sigchld := make(chan os.Signal, 1)
 	signal.Notify(sigchld, unix.SIGCHLD)
 	quit := make(chan struct{})

@@ -300,7 +300,10 @@ func (p plan) build(key []byte, ns, version string) *corev1.Pod {
 
 // setupScript is the setup container's program (sh, run as the user): it
 // joins the helper's chunks into the helper directory and makes it
-// executable, makes the claim's directories, and writes the passwd and
+// executable but not readable (a process that execs a file its user cannot
+// read is not dumpable: out of reach of the command user's ptrace and
+// /proc/<pid>/fd; the mount is read-only, so not even its owner can make it
+// readable again), makes the claim's directories, and writes the passwd and
 // group files (the image's, with the user added when its ids are missing)
 // and the login shells' PATH script that the sandbox container mounts.
 // It needs only sh, cat, chmod and mkdir from the image.
@@ -311,7 +314,7 @@ func setupScript(s podSpec, chunks int) string {
 	}
 	return fmt.Sprintf(`set -eu
 cat %[1]s >%[2]s
-chmod 0555 %[2]s
+chmod 0111 %[2]s
 mkdir -p %[3]s/%[4]s %[3]s/%[5]s %[3]s/%[6]s
 uid=%[7]d gid=%[8]d name=%[9]s
 has_id() { while IFS=: read -r _n _x _i _r; do [ "$_i" = "$2" ] && return 0; done <"$1"; return 1; }

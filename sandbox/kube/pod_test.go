@@ -266,7 +266,7 @@ func TestSetupScript(t *testing.T) {
 	if got, err := exec.Command(filepath.Join(root, helperPath)).Output(); err != nil || string(got) != "helper\n" {
 		t.Errorf("the joined helper ran: %q, %v", got, err)
 	}
-	if fi, err := os.Stat(filepath.Join(root, helperPath)); err != nil || fi.Mode().Perm() != 0o555 {
+	if fi, err := os.Stat(filepath.Join(root, helperPath)); err != nil || fi.Mode().Perm() != 0o111 {
 		t.Errorf("the helper's mode: %v %v", fi.Mode(), err)
 	}
 	for _, d := range []string{claimWorkspace, claimHome, claimState} {
