@@ -13,3 +13,12 @@ func fileID(fi fs.FileInfo) (uint64, int64) {
 	}
 	return st.Ino, st.Ctim.Sec*1e9 + st.Ctim.Nsec
 }
+
+// keyOf returns a file's identity: its device and inode.
+func keyOf(fi fs.FileInfo) (FileKey, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return FileKey{}, false
+	}
+	return FileKey{Dev: uint64(st.Dev), Ino: st.Ino}, true
+}

@@ -6,8 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/shiroagent/shiro/internal/hostwrite"
 )
 
 // validateIndex checks an index file the sandbox wrote before it may
@@ -107,7 +111,7 @@ func indexEntries(b []byte) ([]indexEntry, error) {
 			return nil, err
 		}
 		switch mode {
-		case 0o100644, 0o100755, 0o120000, 0o160000:
+		case 0o100644, 0o100755, 0o120000, gitlinkMode:
 		default:
 			return nil, fmt.Errorf("index entry %q has mode %o", name, mode)
 		}
@@ -139,6 +143,53 @@ func indexEntries(b []byte) ([]indexEntry, error) {
 	}
 	return out, nil
 }
+
+// newGitlinks lists the gitlinks (submodule entries) of the index b that
+// the index base has not, sorted. A base that is missing or does not parse
+// has none.
+func newGitlinks(b, base []byte) []string {
+	entries, err := indexEntries(b)
+	if err != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	if old, err := indexEntries(base); err == nil {
+		for _, e := range old {
+			if e.mode == gitlinkMode {
+				known[e.path] = true
+			}
+		}
+	}
+	var out []string
+	for _, e := range entries {
+		if e.mode == gitlinkMode && !known[e.path] && !slices.Contains(out, e.path) {
+			out = append(out, e.path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// IndexGitlinks lists the submodule paths (gitlinks) of the index of the
+// workspace's worktree of r, relative to r.Top. A repository without an
+// index has none.
+func IndexGitlinks(r *Repo) ([]string, error) {
+	dir := r.CommonDir
+	if r.Worktree != "" {
+		dir = filepath.Join(r.CommonDir, filepath.FromSlash(r.Worktree))
+	}
+	b, err := readRegular(filepath.Join(dir, "index"), maxMirroredFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newGitlinks(b, nil), nil
+}
+
+// gitlinkMode is an index entry's mode for a submodule.
+const gitlinkMode = 0o160000
 
 // readV4Varint reads git's offset varint (the encoding of index v4 path
 // prefixes and of OFS_DELTA offsets).
@@ -177,12 +228,9 @@ func checkIndexPath(name string) error {
 	return nil
 }
 
-// IsDotGit matches ".git" and the spellings some filesystems treat as it
-// (any case, trailing dots or spaces, the 8.3 short name).
-func IsDotGit(c string) bool {
-	t := strings.ToLower(strings.TrimRight(c, ". "))
-	return t == ".git" || t == "git~1"
-}
+// IsDotGit matches ".git" and the spellings some filesystems treat as it;
+// the rule is hostwrite.IsDotGit's, the one the write gate applies.
+func IsDotGit(c string) bool { return hostwrite.IsDotGit(c) }
 
 func lastComponent(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {

@@ -2,7 +2,9 @@ package gitshadow
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,13 +31,33 @@ import (
 type Finding struct {
 	// Path is the file to move, relative to the workspace: "<dir>/HEAD"
 	// of a git directory, or "<dir>/.git" when it is a gitfile or symlink.
+	// For an unreadable directory it is the directory.
 	Path string
 	// Repo is the repository's directory (the git directory, or the
 	// worktree a .git file or symlink serves), relative to the workspace.
 	Repo string
-	// Kind is "HEAD", "gitfile" or "symlink".
+	// Kind is "HEAD", "gitfile", "symlink", or "unreadable": a directory
+	// the scanner could not read, even after giving its owner read
+	// permission, so it cannot say what is below it.
 	Kind string
+	// Key is the identity of what makes the repository one (the git
+	// directory of a HEAD, the gitfile or symlink itself, the unreadable
+	// directory); zero where the platform has none.
+	Key FileKey
 }
+
+// FileKey is a file's identity, whatever its name: device and inode. A
+// protected repository is known by it, so that renaming it, or its
+// parent, neither unprotects it nor protects what is made in its place.
+type FileKey struct{ Dev, Ino uint64 }
+
+// Kinds of findings.
+const (
+	KindHEAD       = "HEAD"
+	KindGitfile    = "gitfile"
+	KindSymlink    = "symlink"
+	KindUnreadable = "unreadable"
+)
 
 // Scanner finds git repositories in a workspace, re-reading only the
 // directories that changed since its last scan (a directory's inode and
@@ -46,9 +68,15 @@ type Scanner struct {
 	root  *os.Root
 	store string // the sandbox-only path prefix moved items live under
 
-	// protected paths (relative) are mount points shiro made read-only:
-	// not descended into and never reported.
-	protected map[string]bool
+	// protected are what shiro mounted read-only over themselves (the
+	// user's repositories), by identity: not descended into and never
+	// reported, wherever they are now. protectedPaths is the fallback
+	// where the platform gives no identity.
+	protected      map[FileKey]string
+	protectedPaths map[string]bool
+	// notes are what the scanner did beside finding things (a directory
+	// it made readable), for the caller to report.
+	notes []string
 	// known .git symlinks found when the session began, by target: the
 	// user's, left alone while unchanged.
 	known map[string]string
@@ -74,6 +102,7 @@ type eventSource interface {
 }
 
 type dirState struct {
+	key      FileKey
 	ino      uint64
 	ctime    int64
 	racy     bool // changed too recently to trust the change time
@@ -84,8 +113,8 @@ type dirState struct {
 // NewScanner scans ws (opened as root). store is the path prefix under
 // which moved items live in the sandbox (a symlink to it is shiro's).
 func NewScanner(ws string, root *os.Root, store string) *Scanner {
-	return &Scanner{ws: ws, root: root, store: strings.TrimSuffix(store, "/") + "/", protected: map[string]bool{}, known: map[string]string{}, cache: map[string]*dirState{},
-		events: newEvents()}
+	return &Scanner{ws: ws, root: root, store: strings.TrimSuffix(store, "/") + "/", protected: map[FileKey]string{}, protectedPaths: map[string]bool{},
+		known: map[string]string{}, cache: map[string]*dirState{}, events: newEvents()}
 }
 
 // Close releases the scanner's kernel watches.
@@ -96,32 +125,60 @@ func (s *Scanner) Close() {
 	}
 }
 
-// Protect marks paths (relative to the workspace) the sandbox cannot
-// change: they are neither reported nor descended into, from now on and in
-// what earlier scans cached.
+// Protect marks what is at paths (relative to the workspace) now as
+// something the sandbox cannot change (shiro mounts it read-only): it is
+// neither reported nor descended into, from now on and in what earlier
+// scans cached. It is known by its identity, not its path: moved, it stays
+// protected; something new at its path is not.
 func (s *Scanner) Protect(rels ...string) {
 	for _, r := range rels {
-		s.protected[r] = true
-	}
-	for _, st := range s.cache {
-		st.findings = slices.DeleteFunc(st.findings, func(f Finding) bool { return s.protected[f.Path] || s.protected[path.Dir(f.Path)] })
-		var kept []string
-		for _, c := range st.children {
-			if s.protected[c] {
-				s.dropTree(c)
-				continue
-			}
-			kept = append(kept, c)
+		fi, err := os.Lstat(filepath.Join(s.ws, filepath.FromSlash(r)))
+		if err != nil {
+			continue // gone: nothing to protect
 		}
-		st.children = kept
+		if k, ok := keyOf(fi); ok {
+			s.protected[k] = r
+		} else {
+			s.protectedPaths[r] = true
+		}
 	}
+	for rel, st := range s.cache {
+		if s.isProtected(rel, st.key) {
+			s.dropTree(rel)
+			continue
+		}
+		st.findings = slices.DeleteFunc(st.findings, func(f Finding) bool { return s.isProtected(f.Path, f.Key) })
+	}
+}
+
+// ProtectedKeys lists the identities Protect recorded, with the path each
+// had then.
+func (s *Scanner) ProtectedKeys() map[FileKey]string { return maps.Clone(s.protected) }
+
+// isProtected reports whether the file known as rel, whose identity is key
+// (zero when unknown), is protected.
+func (s *Scanner) isProtected(rel string, key FileKey) bool {
+	if key != (FileKey{}) {
+		if _, ok := s.protected[key]; ok {
+			return true
+		}
+	}
+	return s.protectedPaths[rel]
+}
+
+// TakeNotes returns and forgets what the scanner did beside finding
+// things since it was last asked.
+func (s *Scanner) TakeNotes() []string {
+	n := s.notes
+	s.notes = nil
+	return n
 }
 
 // Know records .git symlinks to leave alone while they point where they
 // point now.
 func (s *Scanner) Know(findings []Finding) {
 	for _, f := range findings {
-		if f.Kind == "symlink" {
+		if f.Kind == KindSymlink {
 			if t, err := s.root.Readlink(f.Path); err == nil {
 				s.known[f.Path] = t
 			}
@@ -175,9 +232,9 @@ func (s *Scanner) refresh(dirs map[string]bool) error {
 		if !ok {
 			continue // gone with a parent refreshed earlier
 		}
-		st, err := s.read(rel, 0, 0)
+		st, err := s.readChecked(rel, 0, 0)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				s.dropTree(rel)
 				continue
 			}
@@ -242,17 +299,21 @@ func (s *Scanner) visit(rel string, now time.Time, seen map[string]bool, out *[]
 		}
 		return nil // gone, or replaced by a file: its parent's listing tells
 	}
+	key, _ := keyOf(fi)
+	if s.isProtected(rel, key) {
+		return nil
+	}
 	ino, ctime := fileID(fi)
 	st := s.cache[rel]
 	if st == nil || st.racy || st.ino != ino || st.ctime != ctime {
-		st, err = s.read(rel, ino, ctime)
+		st, err = s.readChecked(rel, ino, ctime)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				return nil
 			}
 			return err
 		}
-		st.racy = now.Sub(time.Unix(0, ctime)) < racyWindow
+		st.racy = st.racy || now.Sub(time.Unix(0, ctime)) < racyWindow
 		s.cache[rel] = st
 	}
 	seen[rel] = true
@@ -265,6 +326,37 @@ func (s *Scanner) visit(rel string, now time.Time, seen map[string]bool, out *[]
 	return nil
 }
 
+// readChecked is read, failing closed: a directory the scanner may not
+// list (the sandbox can chmod its own directories) is made readable for
+// its owner, who is the user, and read again; one that stays unreadable
+// is a finding of its own (KindUnreadable), re-read on every scan.
+func (s *Scanner) readChecked(rel string, ino uint64, ctime int64) (*dirState, error) {
+	st, err := s.read(rel, ino, ctime)
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		return st, err
+	}
+	mode, cerr := makeReadable(s.root, rel)
+	if cerr == nil {
+		s.notes = append(s.notes, fmt.Sprintf("%s was not readable (mode %04o); shiro gave you read access to it, to check it for git repositories the sandbox made", displayPath(rel), mode.Perm()))
+		if st, err = s.read(rel, ino, ctime); err == nil || !errors.Is(err, fs.ErrPermission) {
+			return st, err
+		}
+	}
+	var key FileKey
+	if fi, lerr := os.Lstat(filepath.Join(s.ws, filepath.FromSlash(rel))); lerr == nil {
+		key, _ = keyOf(fi)
+	}
+	return &dirState{key: key, ino: ino, ctime: ctime, racy: true,
+		findings: []Finding{{Path: rel, Repo: rel, Kind: KindUnreadable, Key: key}}}, nil
+}
+
+func displayPath(rel string) string {
+	if rel == "." {
+		return "the workspace"
+	}
+	return rel + "/"
+}
+
 // read lists one directory and decides what in it makes a repository.
 func (s *Scanner) read(rel string, ino uint64, ctime int64) (*dirState, error) {
 	f, err := s.root.Open(rel)
@@ -272,6 +364,13 @@ func (s *Scanner) read(rel string, ino uint64, ctime int64) (*dirState, error) {
 		return nil, err
 	}
 	defer f.Close()
+	st := &dirState{ino: ino, ctime: ctime}
+	if fi, err := f.Stat(); err == nil {
+		st.key, _ = keyOf(fi)
+		if !fi.IsDir() {
+			return nil, syscall.ENOTDIR
+		}
+	}
 	if s.events != nil && !s.events.watch(rel, f) {
 		// Out of watches (or none here): every scan walks the tree.
 		s.events.close()
@@ -281,30 +380,29 @@ func (s *Scanner) read(rel string, ino uint64, ctime int64) (*dirState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &dirState{ino: ino, ctime: ctime}
 	names := map[string]fs.DirEntry{}
 	for _, e := range entries {
 		names[e.Name()] = e
-		child := join(rel, e.Name())
-		if e.IsDir() && !s.protected[child] {
-			st.children = append(st.children, child)
+		if e.IsDir() {
+			// Protected ones are passed by when visited, by identity.
+			st.children = append(st.children, join(rel, e.Name()))
 		}
 	}
 	if e, ok := names[".git"]; ok && !e.IsDir() {
 		p := join(rel, ".git")
-		if f, ok := s.check(p, e, rel); ok {
+		if f, ok := s.check(p, e, rel, FileKey{}); ok {
 			st.findings = append(st.findings, f)
 		}
 	}
 	_, hasObjects := names["objects"]
 	_, hasRefs := names["refs"]
 	_, hasCommon := names["commondir"]
-	if e, ok := names["HEAD"]; ok && (hasObjects && hasRefs || hasCommon) && !s.protected[rel] {
+	if e, ok := names["HEAD"]; ok && (hasObjects && hasRefs || hasCommon) && !s.isProtected(rel, st.key) {
 		repo := rel
 		if path.Base(rel) == ".git" {
 			repo = path.Dir(rel) // the worktree a .git directory serves
 		}
-		if f, ok := s.check(join(rel, "HEAD"), e, repo); ok {
+		if f, ok := s.check(join(rel, "HEAD"), e, repo, st.key); ok {
 			st.findings = append(st.findings, f)
 		}
 	}
@@ -312,28 +410,33 @@ func (s *Scanner) read(rel string, ino uint64, ctime int64) (*dirState, error) {
 }
 
 // check decides whether an entry is a finding: anything but a symlink
-// into the sandbox's storage (or a known, unchanged .git symlink).
-func (s *Scanner) check(p string, e fs.DirEntry, dir string) (Finding, bool) {
-	if s.protected[p] {
-		return Finding{}, false
-	}
-	kind := "HEAD"
+// into the sandbox's storage (or a known, unchanged .git symlink). key is
+// the identity of the git directory a HEAD is in; for a .git entry check
+// takes the entry's own.
+func (s *Scanner) check(p string, e fs.DirEntry, dir string, key FileKey) (Finding, bool) {
+	kind := KindHEAD
 	if path.Base(p) == ".git" {
-		kind = "gitfile"
+		kind = KindGitfile
+		if fi, err := os.Lstat(filepath.Join(s.ws, filepath.FromSlash(p))); err == nil {
+			key, _ = keyOf(fi)
+		}
+	}
+	if s.isProtected(p, key) {
+		return Finding{}, false
 	}
 	if e.Type()&fs.ModeSymlink != 0 {
 		target, err := s.root.Readlink(p)
 		if err == nil && strings.HasPrefix(target, s.store) {
 			return Finding{}, false
 		}
-		if kind == "gitfile" {
-			kind = "symlink"
+		if kind == KindGitfile {
+			kind = KindSymlink
 			if t, ok := s.known[p]; ok && t == target {
 				return Finding{}, false
 			}
 		}
 	}
-	return Finding{Path: p, Repo: dir, Kind: kind}, true
+	return Finding{Path: p, Repo: dir, Kind: kind, Key: key}, true
 }
 
 func join(dir, name string) string {

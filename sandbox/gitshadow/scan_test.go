@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -171,6 +172,122 @@ func TestProtectAppliesToWhatWasAlreadyScanned(t *testing.T) {
 		s.Protect("user-repo/.git", "lib/.git")
 		if got := mustScan(t, s); len(got) != 0 {
 			t.Errorf("after Protect: %q", got)
+		}
+	})
+}
+
+// A protected repository is known by its identity: moved with its parent
+// it stays protected, and what is made at its old path is not (the
+// read-only mount moves with a renamed parent, so `mv sub sub.orig; git
+// init sub` put a new repository where a path-protected one used to be).
+func TestScannerKnowsProtectedRepositoriesByIdentity(t *testing.T) {
+	requireGit(t)
+	scanModes(t, func(t *testing.T, newScanner func(string) *Scanner) {
+		ws := t.TempDir()
+		gitIn(t, ws, nil, "init", "-q", "clone")
+		os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+		os.WriteFile(filepath.Join(ws, "sub", ".git"), []byte("gitdir: ../x\n"), 0o644)
+		s := newScanner(ws)
+		if got := mustScan(t, s); len(got) != 2 {
+			t.Fatalf("first scan: %q", got)
+		}
+		s.Protect("clone/.git", "sub/.git")
+		if got := mustScan(t, s); len(got) != 0 {
+			t.Fatalf("after Protect: %q", got)
+		}
+		for _, mv := range [][2]string{{"sub", "sub.orig"}, {"clone", "clone.orig"}} {
+			if err := os.Rename(filepath.Join(ws, mv[0]), filepath.Join(ws, mv[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gitIn(t, ws, nil, "init", "-q", "sub")
+		gitIn(t, ws, nil, "init", "-q", "clone")
+		want := []string{"HEAD clone/.git/HEAD", "HEAD sub/.git/HEAD"}
+		if got := mustScan(t, s); !reflect.DeepEqual(got, want) {
+			t.Errorf("after the renames and the new repositories:\n got %q\nwant %q", got, want)
+		}
+		keys := s.ProtectedKeys()
+		if len(keys) != 2 {
+			t.Errorf("protected keys: %v", keys)
+		}
+	})
+}
+
+// A directory the scanner cannot read is not skipped: the user owns it,
+// so the scanner makes it readable and looks inside, and says so; one it
+// cannot make readable is a finding of its own. The scan runs as a normal
+// user (root reads anything).
+func TestScannerFailsClosedOnUnreadableDirectories(t *testing.T) {
+	requireGit(t)
+	asNormalUser(t, func(t *testing.T) {
+		scanModes(t, func(t *testing.T, newScanner func(string) *Scanner) {
+			ws := t.TempDir()
+			gitIn(t, ws, nil, "init", "-q", "a/b")
+			t.Cleanup(func() { os.Chmod(filepath.Join(ws, "a"), 0o755) })
+			if err := os.Chmod(filepath.Join(ws, "a"), 0o300); err != nil {
+				t.Fatal(err)
+			}
+			s := newScanner(ws)
+			if got, want := mustScan(t, s), []string{"HEAD a/b/.git/HEAD"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("findings: %q, want %q", got, want)
+			}
+			notes := s.TakeNotes()
+			if len(notes) != 1 || !strings.Contains(notes[0], "a/ was not readable (mode 0300)") {
+				t.Errorf("notes: %q", notes)
+			}
+			// Made unreadable after the first scan, with a repository
+			// made inside since: found again.
+			gitIn(t, ws, nil, "init", "-q", "a/c")
+			os.Chmod(filepath.Join(ws, "a"), 0o100)
+			if got, want := mustScan(t, s), []string{"HEAD a/b/.git/HEAD", "HEAD a/c/.git/HEAD"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("findings after a second chmod: %q, want %q", got, want)
+			}
+		})
+	})
+}
+
+// A directory owned by another user that the scanner cannot read is a
+// finding of its own (KindUnreadable).
+func TestScannerReportsWhatItCannotMakeReadable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI runs as root: this test needs root to make a directory another user owns")
+		}
+		t.Skip("needs root to make a directory another user owns")
+	}
+	ws := t.TempDir()
+	os.Chmod(ws, 0o755)
+	locked := filepath.Join(ws, "locked")
+	os.Mkdir(locked, 0o711)
+	asNormalUser(t, func(t *testing.T) {
+		s := scanner(t, ws)
+		fs, err := s.Scan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) != 1 || fs[0].Kind != KindUnreadable || fs[0].Path != "locked" {
+			t.Errorf("findings: %+v", fs)
+		}
+	})
+}
+
+// The workspace itself made unreadable is made readable again (it is the
+// user's) and scanned.
+func TestScannerMakesTheWorkspaceReadable(t *testing.T) {
+	requireGit(t)
+	asNormalUser(t, func(t *testing.T) {
+		ws := t.TempDir()
+		gitIn(t, ws, nil, "init", "-q", "a")
+		t.Cleanup(func() { os.Chmod(ws, 0o755) })
+		s := scanner(t, ws) // opened while readable, as a session's root is
+		if err := os.Chmod(ws, 0o300); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := mustScan(t, s), []string{"HEAD a/.git/HEAD"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("findings: %q, want %q", got, want)
+		}
+		if n := s.TakeNotes(); len(n) != 1 || !strings.Contains(n[0], "the workspace was not readable (mode 0300)") {
+			t.Errorf("notes: %q", n)
 		}
 	})
 }

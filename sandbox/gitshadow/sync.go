@@ -670,6 +670,15 @@ func (s *Syncer) pullFiles(shadow, host Snapshot, store func(string) *objectStor
 			refuse(err.Error())
 			continue
 		}
+		if name == "index" {
+			// A gitlink makes git on the host go into its directory as a
+			// submodule's worktree, whatever repository is there: only the
+			// submodules the host already had are taken.
+			if added := newGitlinks(sv, bv); len(added) > 0 {
+				refuse(fmt.Sprintf("it adds the submodule path %s, which your repository's index does not have (git on your machine would go into it)", strings.Join(added, ", ")))
+				continue
+			}
+		}
 		if err := h.lockWrite(name, sv); err != nil {
 			refuse(err.Error())
 			continue

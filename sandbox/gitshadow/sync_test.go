@@ -396,3 +396,42 @@ func TestHostStatusRefreshDoesNotBlockTheIndex(t *testing.T) {
 		t.Errorf("host status after the sandbox's commit:\n%s", got)
 	}
 }
+
+// A gitlink makes git on the host treat its directory as a submodule's
+// worktree and go into whatever repository is there: the sandbox's index
+// may keep the host's submodules but not add one (route: a gitlink to a
+// repository made where the scanner could not look).
+func TestIndexWithANewGitlinkStaysInTheSandbox(t *testing.T) {
+	requireGit(t)
+	t.Parallel()
+	lib := newRepo(t)
+	ws := newRepo(t)
+	gitIn(t, ws, nil, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
+	gitIn(t, ws, nil, "commit", "-qm", "add lib")
+	s, fs, inSandbox := shadowed(t, ws)
+	commit := gitIn(t, lib, nil, "rev-parse", "HEAD")
+
+	// Staging over the known submodule is taken.
+	os.WriteFile(filepath.Join(ws, "c.txt"), []byte("c\n"), 0o644)
+	inSandbox("add", "c.txt")
+	if n := after(t, s, fs); len(n) != 0 {
+		t.Fatalf("notices for an index that keeps lib: %q", n)
+	}
+	if got := gitIn(t, ws, nil, "diff", "--cached", "--name-only"); got != "c.txt" {
+		t.Fatalf("host staging: %q", got)
+	}
+
+	before, _ := os.ReadFile(filepath.Join(ws, ".git", "index"))
+	inSandbox("update-index", "--add", "--cacheinfo", "160000,"+commit+",a/b")
+	notices := strings.Join(after(t, s, fs), "\n")
+	if !strings.Contains(notices, ".git/index stays in the sandbox") || !strings.Contains(notices, "submodule path a/b") {
+		t.Errorf("notices:\n%s", notices)
+	}
+	now, _ := os.ReadFile(filepath.Join(ws, ".git", "index"))
+	if !bytes.Equal(before, now) {
+		t.Error("the host's index took the new gitlink")
+	}
+	if got := gitIn(t, ws, nil, "ls-files", "--stage", "a/b"); got != "" {
+		t.Errorf("host index has a/b: %q", got)
+	}
+}
