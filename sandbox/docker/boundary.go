@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/internal/atomicfile"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/gitshadow"
 	"github.com/shiroagent/shiro/sandbox/helper"
@@ -26,8 +28,12 @@ import (
 // and the scan that takes away from repositories the sandbox makes in the
 // workspace what would let git on the host use them.
 type boundary struct {
-	ws      string
-	root    *os.Root
+	ws   string
+	root *os.Root
+	// gate makes the boundary's own writes in the workspace (the symlinks
+	// that take a repository the sandbox made out of reach): no symlink
+	// followed, never into the user's repositories.
+	gate    *hostwrite.Gate
 	scanner *gitshadow.Scanner
 	plan    gitPlan
 	// journal holds the session markers and the protected list.
@@ -35,25 +41,44 @@ type boundary struct {
 
 	mu     sync.Mutex
 	syncer *gitshadow.Syncer // nil without a repository
+	// notes are the scanner's notes of a scan that did not neutralize.
+	notes []string
 	// gitArgs starts the helper's git commands ("<helper> helper git").
 	gitArgs []string
 }
 
-// newBoundary scans the workspace as the session opens. What it finds is
-// the user's (protected by read-only mounts from now on), unless the last
-// session on this workspace ended without its final scan: then what was
-// not protected before is the sandbox's, and is moved (pending).
-func newBoundary(ws string, stateDir string, noMount []string) (b *boundary, pending []gitshadow.Finding, err error) {
+// newBoundary scans the workspace as the session opens, once the
+// session lock is taken (a last session settling the container first
+// finishes its final scan). What it finds is the user's (protected by
+// read-only mounts from now on), unless the last session on this
+// workspace ended without its final scan: then what was not the user's
+// before (by identity) is the sandbox's, and is moved (pending).
+func newBoundary(ctx context.Context, ws string, stateDir string, noMount []string) (b *boundary, pending []gitshadow.Finding, err error) {
 	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the workspace: %w", err)
 	}
+	nb := &boundary{ws: ws, root: root, journal: journal{dir: filepath.Join(stateDir, "workspaces", workspaceKey(ws))}}
+	if err := nb.journal.enter(ctx); err != nil {
+		root.Close()
+		return nil, nil, err
+	}
 	defer func() {
 		if err != nil {
+			if nb.scanner != nil {
+				nb.scanner.Close()
+			}
+			if nb.gate != nil {
+				nb.gate.Close()
+			}
 			root.Close()
+			nb.journal.leave()
 		}
 	}()
-	b = &boundary{ws: ws, root: root, journal: journal{dir: filepath.Join(stateDir, "workspaces", workspaceKey(ws))}}
+	b = nb
+	if b.gate, err = hostwrite.New(root, ws); err != nil {
+		return nil, nil, err
+	}
 	b.scanner = gitshadow.NewScanner(ws, root, gitStore)
 	repo, err := gitshadow.Discover(ws)
 	if err != nil {
@@ -67,17 +92,27 @@ func newBoundary(ws string, stateDir string, noMount []string) (b *boundary, pen
 		return nil, nil, fmt.Errorf("scan the workspace for git repositories: %w", err)
 	}
 	users := found
-	if b.journal.unclean() {
-		protected := b.journal.protected()
+	unclean, err := b.journal.unclean()
+	if err != nil {
+		return nil, nil, err
+	}
+	if unclean {
+		protected, err := b.journal.protected()
+		if err != nil {
+			return nil, nil, err
+		}
 		users = nil
 		for _, f := range found {
-			if protected[f.Path] {
+			if protected.has(f) {
 				users = append(users, f)
 			} else {
 				pending = append(pending, f)
 			}
 		}
 	}
+	// What cannot be read is never the user's repository to protect: it
+	// stays a finding, reported.
+	users = slices.DeleteFunc(users, func(f gitshadow.Finding) bool { return f.Kind == gitshadow.KindUnreadable })
 	b.plan, err = planGit(ws, users, noMount)
 	if err != nil {
 		return nil, nil, err
@@ -85,10 +120,13 @@ func newBoundary(ws string, stateDir string, noMount []string) (b *boundary, pen
 	for _, ro := range b.plan.ReadOnly {
 		if rel, err := filepath.Rel(ws, ro); err == nil {
 			b.scanner.Protect(filepath.ToSlash(rel))
+			_ = b.gate.Protect(ro) // gone meanwhile: nothing to protect
 		}
 	}
 	b.scanner.Know(users)
-	b.journal.setProtected(users)
+	if err := b.journal.setProtected(users); err != nil {
+		return nil, nil, err
+	}
 	return b, pending, nil
 }
 
@@ -162,18 +200,37 @@ func (b *boundary) sweep(ctx context.Context, run gitshadow.Runner) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	found, err := b.scanner.Scan()
+	notices := b.scanner.TakeNotes()
 	if err != nil {
-		return []string{fmt.Sprintf("the workspace could not be checked for git repositories the sandbox made: %v", err)}
+		return append(notices, fmt.Sprintf("the workspace could not be checked for git repositories the sandbox made: %v", err))
 	}
-	return b.neutralize(ctx, run, found)
+	return append(notices, b.neutralize(ctx, run, found)...)
+}
+
+// finish moves what the final scan found (run as in sweep) and returns
+// the notices, the scan's own first.
+func (b *boundary) finish(ctx context.Context, run gitshadow.Runner, found []gitshadow.Finding) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	notices := b.notes
+	b.notes = nil
+	return append(notices, b.neutralize(ctx, run, found)...)
 }
 
 // neutralize moves each finding to the sandbox's storage: the helper
 // copies it there, then shiro replaces it in the workspace with a symlink
 // to that copy, which leads nowhere on the host.
 func (b *boundary) neutralize(ctx context.Context, run gitshadow.Runner, found []gitshadow.Finding) []string {
+	var notices []string
+	found = slices.DeleteFunc(slices.Clone(found), func(f gitshadow.Finding) bool {
+		if f.Kind != gitshadow.KindUnreadable {
+			return false
+		}
+		notices = append(notices, fmt.Sprintf("%s cannot be read, and shiro could not make it readable (it gives read access only to what is yours), so it cannot check it for git repositories the sandbox made; git on your machine cannot list it either, but do not run git inside it", displayDir(f.Repo)))
+		return true
+	})
 	if len(found) == 0 {
-		return nil
+		return notices
 	}
 	targets := make([]string, len(found))
 	var args []string
@@ -181,7 +238,6 @@ func (b *boundary) neutralize(ctx context.Context, run gitshadow.Runner, found [
 		targets[i] = gitStore + "/" + randomSuffix() + randomSuffix()
 		args = append(args, filepath.Join(b.ws, filepath.FromSlash(f.Path)), targets[i])
 	}
-	var notices []string
 	copied := false
 	if run != nil {
 		res, err := run.Run(ctx, sandbox.Command{Args: append(append(append([]string{}, b.gitArgs...), "keep"), args...)})
@@ -207,23 +263,14 @@ func (b *boundary) neutralize(ctx context.Context, run gitshadow.Runner, found [
 }
 
 // replace swaps the workspace entry rel for a symlink to target,
-// atomically, through the workspace's root (nothing outside it is touched
-// whatever the sandbox did to the path meanwhile).
+// atomically, through the boundary's gate: no symlink on the way is
+// followed, whatever the sandbox did to the path meanwhile, and the user's
+// repositories are never touched.
 func (b *boundary) replace(rel, target string) error {
-	tmp := rel + ".shiro-" + randomSuffix()
-	if err := b.root.Symlink(target, tmp); err != nil {
-		return err
-	}
-	if err := b.root.Rename(tmp, rel); err != nil {
-		b.root.Remove(tmp)
-		if errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("it is a directory now")
-		}
-		return err
-	}
-	return nil
+	return b.gate.ReplaceWithSymlink(rel, target)
 }
 
+// close releases the boundary, the session lock last.
 func (b *boundary) close() {
 	b.mu.Lock()
 	if b.syncer != nil {
@@ -231,7 +278,9 @@ func (b *boundary) close() {
 	}
 	b.mu.Unlock()
 	b.scanner.Close()
+	b.gate.Close()
 	b.root.Close()
+	b.journal.leave()
 }
 
 func displayDir(rel string) string {
@@ -252,15 +301,72 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // journal keeps, on the host, what tells a clean end of the last session
 // from a crash: a marker per open session, removed after the session's
-// final scan, and the list of repositories that were the user's.
+// final scan, and the identities of the repositories that were the
+// user's. It also holds the workspace's session lock: shared by every open
+// session (of any shiro process), exclusive while the last one settles the
+// container, so that a session opening meanwhile waits for the final scan
+// before its own first scan. It fails safe: a marker or list that cannot
+// be written stops the session from opening, since a crash would then be
+// taken for a clean end and what the sandbox made for the user's.
 type journal struct {
 	dir    string
 	marker string
+	lock   *os.File
+}
+
+// lockPoll is how often a session opening retries the lock a settling
+// session holds.
+const lockPoll = 10 * time.Millisecond
+
+// enter takes the session lock, shared, waiting (until ctx ends) while
+// another session settles the container.
+func (j *journal) enter(ctx context.Context) error {
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return fmt.Errorf("make the session directory %s: %w", j.dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(j.dir, "session.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the session lock: %w", err)
+	}
+	for {
+		err := flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
+		if err == nil {
+			j.lock = f
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return fmt.Errorf("take the session lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return fmt.Errorf("wait for the last session of this workspace to finish its final scan: %w", ctx.Err())
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
+// last makes the lock exclusive when no other session holds it, and
+// reports whether it did: this session is the workspace's last.
+func (j *journal) last() bool {
+	return j.lock != nil && flock(j.lock, syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}
+
+// leave releases the session lock.
+func (j *journal) leave() {
+	if j.lock != nil {
+		j.lock.Close()
+		j.lock = nil
+	}
 }
 
 // unclean reports (and clears) markers of sessions whose process is gone.
-func (j *journal) unclean() bool {
-	entries, _ := os.ReadDir(j.dir)
+func (j *journal) unclean() (bool, error) {
+	entries, err := os.ReadDir(j.dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("read the session markers: %w", err)
+	}
 	found := false
 	for _, e := range entries {
 		pidStr, ok := strings.CutPrefix(e.Name(), "open-")
@@ -273,45 +379,85 @@ func (j *journal) unclean() bool {
 			continue
 		}
 		found = true
-		os.Remove(filepath.Join(j.dir, e.Name()))
+		if err := os.Remove(filepath.Join(j.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("clear a session marker: %w", err)
+		}
 	}
-	return found
+	return found, nil
 }
 
-func (j *journal) protected() map[string]bool {
-	out := map[string]bool{}
+// protectedEntry is one of the user's repositories as the journal keeps
+// it: where it was, and what it is.
+type protectedEntry struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev,omitempty"`
+	Ino  uint64 `json:"ino,omitempty"`
+}
+
+// protectedSet is the user's repositories of the last session.
+type protectedSet struct {
+	keys  map[gitshadow.FileKey]bool
+	paths map[string]bool // entries without an identity (older journals, other platforms)
+}
+
+// has reports whether f was one of them: by identity when f has one.
+func (p protectedSet) has(f gitshadow.Finding) bool {
+	if f.Key != (gitshadow.FileKey{}) {
+		return p.keys[f.Key]
+	}
+	return p.paths[f.Path]
+}
+
+func (j *journal) protected() (protectedSet, error) {
+	set := protectedSet{keys: map[gitshadow.FileKey]bool{}, paths: map[string]bool{}}
 	b, err := os.ReadFile(filepath.Join(j.dir, "protected.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return set, nil
+	}
 	if err != nil {
-		return out
+		return set, fmt.Errorf("read the list of your repositories: %w", err)
 	}
-	var list []string
-	_ = json.Unmarshal(b, &list)
-	for _, p := range list {
-		out[p] = true
+	var list []json.RawMessage
+	if err := json.Unmarshal(b, &list); err != nil {
+		return set, fmt.Errorf("read the list of your repositories: %w", err)
 	}
-	return out
+	for _, raw := range list {
+		var e protectedEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			if err := json.Unmarshal(raw, &e.Path); err != nil { // the older form: paths only
+				return set, fmt.Errorf("read the list of your repositories: %w", err)
+			}
+		}
+		if e.Ino != 0 {
+			set.keys[gitshadow.FileKey{Dev: e.Dev, Ino: e.Ino}] = true
+		} else {
+			set.paths[e.Path] = true
+		}
+	}
+	return set, nil
 }
 
-func (j *journal) setProtected(found []gitshadow.Finding) {
-	list := []string{}
+func (j *journal) setProtected(found []gitshadow.Finding) error {
+	list := []protectedEntry{}
 	for _, f := range found {
-		list = append(list, f.Path)
+		list = append(list, protectedEntry{Path: f.Path, Dev: f.Key.Dev, Ino: f.Key.Ino})
 	}
 	b, _ := json.Marshal(list)
-	if os.MkdirAll(j.dir, 0o700) == nil {
-		_ = atomicfile.WriteFile(filepath.Join(j.dir, "protected.json"), b, 0o600)
+	if err := atomicfile.WriteFile(filepath.Join(j.dir, "protected.json"), b, 0o600); err != nil {
+		return fmt.Errorf("record your repositories: %w", err)
 	}
+	return nil
 }
 
 // open marks a session as running.
-func (j *journal) open() {
-	if os.MkdirAll(j.dir, 0o700) != nil {
-		return
-	}
+func (j *journal) open() error {
 	j.marker = filepath.Join(j.dir, fmt.Sprintf("open-%d-%s", os.Getpid(), randomSuffix()))
-	if f, err := os.Create(j.marker); err == nil {
-		f.Close()
+	f, err := os.OpenFile(j.marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		j.marker = ""
+		return fmt.Errorf("mark the session as open: %w", err)
 	}
+	return f.Close()
 }
 
 // close marks the session's end, after its final scan.
@@ -324,4 +470,15 @@ func (j *journal) close() {
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// flock applies the lock operation how to f, again when a signal
+// interrupts it.
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
 }

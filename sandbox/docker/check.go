@@ -63,10 +63,17 @@ func (s *Sandbox) Protections(ctx context.Context) []Protection {
 	}
 
 	helperPath := s.helper.helperPath()
-	if _, code := run(fmt.Sprintf("test -w %s || test -w %s/bin || : > %s/bin/probe", helperPath, helperDir, helperDir)); code == 0 {
+	_, writable := run(fmt.Sprintf("test -w %s || test -w %s/bin || : > %s/bin/probe", helperPath, helperDir, helperDir))
+	// A helper the command user can read would run dumpable: its
+	// processes would be the command's to trace.
+	_, readable := run(fmt.Sprintf("head -c1 %s >/dev/null || cat /proc/1/environ >/dev/null", helperPath))
+	switch {
+	case writable == 0:
 		add("helper", false, "the command user can change the helper or its directory", rebuild)
-	} else {
-		add("helper", true, "read-only and not yours to replace from the sandbox", "")
+	case readable == 0:
+		add("helper", false, "the command user can read the helper or PID 1's environment: the helper's processes are within a command's reach", rebuild)
+	default:
+		add("helper", true, "read-only, not readable by your commands, and its processes (PID 1, the channel, reapers, forwarder) out of their reach", "")
 	}
 
 	repo := s.git.plan.Repo

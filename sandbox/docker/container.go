@@ -98,6 +98,9 @@ func (e *Engine) plan(opts Options, imageID, wsID string, git gitPlan, helper he
 	for _, ro := range git.ReadOnly {
 		extra = append(extra, "ro:"+ro)
 	}
+	for _, d := range git.Fixed {
+		extra = append(extra, "fixed:"+d)
+	}
 	socks := e.socketDir(opts, wsID)
 	if socks != "" {
 		extra = append(extra, "sockets:"+socks)
@@ -210,6 +213,10 @@ func (e *Engine) ensureContainer(ctx context.Context, opts Options, helper helpe
 		}
 		c.name = name
 	}
+	// The engine makes the mounts as the container starts.
+	if err := git.checkSources(opts.Workspace); err != nil {
+		return ctr{}, fmt.Errorf("start container %s: %w", c.name, err)
+	}
 	if _, err := e.ctr.ContainerStart(ctx, c.id, client.ContainerStartOptions{}); err != nil {
 		return ctr{}, fmt.Errorf("start container %s: %w", c.name, err)
 	}
@@ -226,7 +233,7 @@ func (e *Engine) findContainer(ctx context.Context, p containerPlan, opts Option
 	case err == nil:
 		why := e.mismatch(info.Container, p)
 		if why == "" {
-			return info.Container.ID, info.Container.State != nil && info.Container.State.Running, nil
+			return info.Container.ID, e.runningUnpaused(ctx, info.Container), nil
 		}
 		opts.Notices(fmt.Sprintf("the container named %s is not one shiro would make (%s); it is left alone and another is used", p.name, why))
 	case cerrdefs.IsNotFound(err):
@@ -247,10 +254,27 @@ func (e *Engine) findContainer(ctx context.Context, p containerPlan, opts Option
 			continue
 		}
 		if e.mismatch(info.Container, p) == "" {
-			return info.Container.ID, info.Container.State != nil && info.Container.State.Running, nil
+			return info.Container.ID, e.runningUnpaused(ctx, info.Container), nil
 		}
 	}
 	return "", false, nil
+}
+
+// runningUnpaused reports whether c runs and is not paused. A paused one
+// is a last session's end that did not finish (shiro was killed while the
+// container was frozen): what is in it may not have been killed, so it is
+// killed now, and started again like a stopped one.
+func (e *Engine) runningUnpaused(ctx context.Context, c container.InspectResponse) bool {
+	if c.State == nil || !c.State.Running {
+		return false
+	}
+	if !c.State.Paused {
+		return true
+	}
+	if e.frz != nil {
+		_ = killContainer(ctx, e.frz, c.ID)
+	}
+	return false
 }
 
 func (e *Engine) exists(ctx context.Context, name string) (bool, error) {
@@ -446,7 +470,16 @@ func parseUser(s string) (int, int) {
 // directories belong to another user than the command user (root, or
 // nobody when commands run as root: without capabilities even root cannot
 // write what it does not own) and are not writable by the command user,
-// who can therefore neither replace it nor plant another beside it.
+// who can therefore neither replace it nor plant another beside it. The
+// binary is executable but not readable for the command user: the kernel
+// makes a process that execs a file its user cannot read not dumpable, so
+// every helper process (PID 1, serve, the reapers, forward) is out of
+// reach of the command user's ptrace and /proc/<pid>/fd from its first
+// instruction, with no window before it could say so itself.
+// helperMode is the helper binary's mode: executable by all, readable by
+// its owner only (who is never the command user).
+const helperMode = 0o711
+
 func (e *Engine) copyHelper(ctx context.Context, id string, helper helperFile, cmdUID int) error {
 	owner := 0
 	if cmdUID == 0 {
@@ -464,7 +497,7 @@ func (e *Engine) copyHelper(ctx context.Context, id string, helper helperFile, c
 		err := errors.Join(
 			tw.WriteHeader(&tar.Header{Name: ".shiro/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: owner, Gid: owner, ModTime: now}),
 			tw.WriteHeader(&tar.Header{Name: ".shiro/bin/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: owner, Gid: owner, ModTime: now}),
-			tw.WriteHeader(&tar.Header{Name: ".shiro/bin/shiro-" + helper.key, Typeflag: tar.TypeReg, Mode: 0o755, Uid: owner, Gid: owner, Size: helper.size, ModTime: now}),
+			tw.WriteHeader(&tar.Header{Name: ".shiro/bin/shiro-" + helper.key, Typeflag: tar.TypeReg, Mode: helperMode, Uid: owner, Gid: owner, Size: helper.size, ModTime: now}),
 		)
 		if err == nil {
 			_, err = io.Copy(tw, f)

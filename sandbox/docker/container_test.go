@@ -333,7 +333,10 @@ func TestGitPlanMountsTheShadowOverTheGitDirectory(t *testing.T) {
 	e, api, opts, h, _ := fakeContainerEngine(t)
 	ws := opts.Workspace
 	repo := &gitshadow.Repo{Top: ws, DotGit: ws + "/.git", CommonDir: ws + "/.git"}
-	c := ensure(t, e, opts, h, gitPlan{Repo: repo, ReadOnly: []string{ws + "/vendor/x/.git"}})
+	if err := os.MkdirAll(ws+"/vendor/x/.git", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := ensure(t, e, opts, h, gitPlan{Repo: repo, ReadOnly: []string{ws + "/vendor/x/.git"}, Fixed: []string{ws + "/vendor", ws + "/vendor/x"}})
 	got := map[string]mount.Mount{}
 	for _, m := range api.find(c.id).host.Mounts {
 		got[m.Target] = m
@@ -346,6 +349,18 @@ func TestGitPlanMountsTheShadowOverTheGitDirectory(t *testing.T) {
 	}
 	if m := got[ws+"/vendor/x/.git"]; !m.ReadOnly || m.Type != mount.TypeBind {
 		t.Errorf("the user's nested repository is mounted as %+v", m)
+	}
+	for _, d := range []string{ws + "/vendor", ws + "/vendor/x"} {
+		if m := got[d]; m.ReadOnly || m.Type != mount.TypeBind || m.Source != d {
+			t.Errorf("the way to the nested repository, %s, is mounted as %+v, want read-write over itself", d, m)
+		}
+	}
+	// A symlink put on the way since the plan: the container does not start.
+	os.Rename(ws+"/vendor", ws+"/vendor.real")
+	os.Symlink("vendor.real", ws+"/vendor")
+	api.find(c.id).running = false
+	if _, err := e.ensureContainer(t.Context(), opts, h, gitPlan{Repo: repo, ReadOnly: []string{ws + "/vendor/x/.git"}, Fixed: []string{ws + "/vendor", ws + "/vendor/x"}}, "ws-id"); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("a container whose mounts go through a symlink was started: %v", err)
 	}
 }
 

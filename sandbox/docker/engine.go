@@ -20,8 +20,12 @@ type Engine struct {
 	api *client.Client
 	// ctr is the same client as api, seen through the calls the
 	// container code makes (a fake in unit tests).
-	ctr  containerAPI
-	host string
+	ctr containerAPI
+	// frz and procs freeze and clear a container at the end of its last
+	// session (settle.go).
+	frz   freezeAPI
+	procs hostProcs
+	host  string
 	// context is the docker context the engine came from ("" for none).
 	context string
 	// stateDir holds shiro's sandbox state on the host: the owner key and
@@ -73,7 +77,7 @@ func Connect(ctx context.Context, opts ...ConnectOption) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrEngineUnreachable, err)
 	}
-	e := &Engine{api: api, ctr: api, host: ep.address(), context: ep.Context, stateDir: o.stateDir, ownerKey: key, reg: registry{dir: filepath.Join(o.stateDir, "owned")}}
+	e := &Engine{api: api, ctr: api, frz: api, procs: pidfds{}, host: ep.address(), context: ep.Context, stateDir: o.stateDir, ownerKey: key, reg: registry{dir: filepath.Join(o.stateDir, "owned")}}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -49,9 +50,16 @@ type gitPlan struct {
 	// workspace: it is mounted read-only.
 	MountTop bool
 	// ReadOnly lists paths in the workspace that are mounted read-only
-	// over themselves: the repository's gitfile, submodule gitfiles and the
-	// git directories of repositories the user keeps inside the workspace.
+	// over themselves: the repository's gitfile, submodule gitfiles, the
+	// git directories of repositories the user keeps inside the workspace,
+	// and the directories of submodules that are not checked out.
 	ReadOnly []string
+	// Fixed lists directories in the workspace mounted read-write over
+	// themselves, so that they can be neither renamed nor removed: every
+	// directory on the way from the workspace to a ReadOnly path. A
+	// renamed parent takes its mounts along, and what the sandbox made in
+	// its place would not be protected.
+	Fixed []string
 	// Notices explain what was left out.
 	Notices []string
 }
@@ -76,6 +84,9 @@ func (p gitPlan) mounts(ws, homeVol, stateVol, shadowVol string, labels func(vol
 			vol(shadowVol, shadowSetupMount),
 			mount.Mount{Type: mount.TypeBind, Source: p.Repo.CommonDir, Target: hostGitMount, ReadOnly: true},
 		)
+	}
+	for _, d := range p.Fixed {
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: d, Target: d})
 	}
 	for _, ro := range p.ReadOnly {
 		out = append(out, mount.Mount{Type: mount.TypeBind, Source: ro, Target: ro, ReadOnly: true})
@@ -116,19 +127,120 @@ func planGit(ws string, found []gitshadow.Finding, noMount []string) (gitPlan, e
 	for _, f := range found {
 		abs := filepath.Join(ws, filepath.FromSlash(f.Path))
 		switch f.Kind {
-		case "HEAD": // a git directory: protect it whole
+		case gitshadow.KindHEAD: // a git directory: protect it whole
 			dir := filepath.Dir(abs)
 			if repo != nil && dir == repo.CommonDir {
 				continue
 			}
 			p.ReadOnly = append(p.ReadOnly, dir)
-		case "gitfile":
+		case gitshadow.KindGitfile:
 			if repo != nil && abs == repo.DotGit {
 				continue
 			}
 			p.ReadOnly = append(p.ReadOnly, abs)
 		}
 	}
+	p.ReadOnly = append(p.ReadOnly, uncheckedSubmodules(ws, repo, &p)...)
 	sort.Strings(p.ReadOnly)
+	p.Fixed = fixedDirs(ws, p.ReadOnly)
 	return p, nil
+}
+
+// uncheckedSubmodules lists the directories of the workspace repository's
+// submodules that are not checked out (a gitlink in the index, no .git at
+// its path): git on the host goes into a submodule's directory as soon as
+// it holds a repository, so the sandbox must not be able to make one
+// there. One whose directory is missing cannot be mounted: a notice says
+// so, and the scan moves what the sandbox makes there.
+func uncheckedSubmodules(ws string, repo *gitshadow.Repo, p *gitPlan) []string {
+	if repo == nil {
+		return nil
+	}
+	paths, err := gitshadow.IndexGitlinks(repo)
+	if err != nil {
+		p.Notices = append(p.Notices, fmt.Sprintf("the repository's index could not be read for its submodules: %v", err))
+		return nil
+	}
+	var out []string
+	for _, rel := range paths {
+		abs := filepath.Join(repo.Top, filepath.FromSlash(rel))
+		if !strings.HasPrefix(abs, ws+string(filepath.Separator)) {
+			continue // outside the workspace: read-only in the sandbox
+		}
+		if _, err := os.Lstat(filepath.Join(abs, ".git")); err == nil {
+			continue // checked out: its gitfile is protected
+		}
+		if realDir(ws, abs) {
+			out = append(out, abs)
+			continue
+		}
+		p.Notices = append(p.Notices, fmt.Sprintf("the submodule %s has no directory here, so shiro cannot keep the sandbox from making a repository there; git on your machine would go into one until the next scan moves it (check the submodule out, or remove it)", rel))
+	}
+	return out
+}
+
+// realDir reports whether abs is a directory reached from ws through
+// directories only (no symlink on the way).
+func realDir(ws, abs string) bool {
+	rel, err := filepath.Rel(ws, abs)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return false
+	}
+	dir := ws
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		dir = filepath.Join(dir, c)
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// fixedDirs lists every directory strictly between ws and each of paths,
+// sorted, without the paths themselves.
+func fixedDirs(ws string, paths []string) []string {
+	self := map[string]bool{}
+	for _, p := range paths {
+		self[p] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		for d := filepath.Dir(p); strings.HasPrefix(d, ws+string(filepath.Separator)); d = filepath.Dir(d) {
+			if seen[d] || self[d] {
+				continue
+			}
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkSources makes sure every path the plan mounts from inside the
+// workspace is reached through directories only, as when it was planned:
+// the engine would follow a symlink put on the way, and mount whatever it
+// points at.
+func (p gitPlan) checkSources(ws string) error {
+	for _, list := range [][]string{p.Fixed, p.ReadOnly} {
+		for _, abs := range list {
+			rel, err := filepath.Rel(ws, abs)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			if !realDir(ws, filepath.Dir(abs)) && filepath.Dir(abs) != ws {
+				return fmt.Errorf("%s is no longer reached through directories only; shiro will not mount it", abs)
+			}
+			fi, err := os.Lstat(abs)
+			if err != nil {
+				return fmt.Errorf("%s, which the sandbox's mounts protect, is gone: %w", abs, err)
+			}
+			if fi.Mode()&os.ModeSymlink != 0 {
+				return fmt.Errorf("%s, which the sandbox's mounts protect, is a symlink now; shiro will not mount it", abs)
+			}
+		}
+	}
+	return nil
 }

@@ -78,7 +78,13 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	var git *boundary
 	var pending []gitshadow.Finding
 	if !opts.copyMode() {
-		if git, pending, err = newBoundary(opts.Workspace, e.stateDir, opts.NoMount); err != nil {
+		if git, pending, err = newBoundary(ctx, opts.Workspace, e.stateDir, opts.NoMount); err != nil {
+			return nil, err
+		}
+		// Marked open before anything can run: a crash from here on is
+		// taken for one, so what appears meanwhile is not the user's.
+		if err := git.journal.open(); err != nil {
+			git.close()
 			return nil, err
 		}
 		for _, n := range git.plan.Notices {
@@ -114,7 +120,6 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	if git == nil {
 		return s, nil
 	}
-	git.journal.open()
 	// Repositories the sandbox made in a session that ended without its
 	// final scan (shiro was killed) are moved now.
 	for _, n := range git.neutralize(ctx, s.rawRunner(), pending) {
@@ -126,9 +131,11 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	return s, nil
 }
 
-// closeBoundary releases the git boundary, if there is one.
+// closeBoundary releases the git boundary, if there is one, of a session
+// that failed to open: nothing ran, so its open marker goes too.
 func (s *Sandbox) closeBoundary() {
 	if s.git != nil {
+		s.git.journal.close()
 		s.git.close()
 	}
 }
@@ -349,8 +356,10 @@ func (s *Sandbox) ContainerID() string {
 
 // Close implements sandbox.Sandbox: the helper kills every process this
 // session started, then a last scan moves any repository the session made
-// in the workspace out of the host's reach. The container stays for the
-// next session.
+// in the workspace out of the host's reach. When it is the workspace's
+// last session, the container is first frozen and cleared of every
+// process but its init (settle), so that nothing runs while the scan
+// decides or after it. The container stays for the next session.
 func (s *Sandbox) Close() error {
 	if !s.conn.Close(s.stopWatching) {
 		return nil
@@ -364,16 +373,52 @@ func (s *Sandbox) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
 	defer cancel()
+	notices := s.takePending()
 	var keep gitshadow.Runner
-	if c.id != "" {
-		keep = execRunner{e: s.e, c: c, opts: s.opts}
+	switch {
+	case c.id != "" && s.git.journal.last():
+		res, err := s.e.settle(ctx, c.id, s.git)
+		if err != nil {
+			notices = append(notices, fmt.Sprintf("the workspace's last scan for git repositories the sandbox made did not run: %v; the next session scans before anything else", err))
+			break // the marker stays: the next session treats what it finds as the sandbox's
+		}
+		if res.how != "frozen" && res.how != "stopped" {
+			notices = append(notices, fmt.Sprintf("the sandbox container was stopped, not frozen, for the last scan: %s", res.how))
+		}
+		if res.running {
+			keep = execRunner{e: s.e, c: c, opts: s.opts}
+		}
+		notices = append(notices, s.git.finish(ctx, keep, res.found)...)
+		s.git.journal.close()
+	default:
+		if c.id != "" {
+			keep = execRunner{e: s.e, c: c, opts: s.opts}
+		}
+		notices = append(notices, s.git.sweep(ctx, keep)...)
+		s.git.journal.close()
 	}
-	for _, n := range append(s.takePending(), s.git.sweep(ctx, keep)...) {
+	for _, n := range notices {
 		s.opts.Notices(n)
 	}
-	s.git.journal.close()
 	s.git.close()
 	return nil
+}
+
+// settle is the end of the workspace's last session on container id (see
+// settle.go): the final scan runs on the frozen container.
+func (e *Engine) settle(ctx context.Context, id string, b *boundary) (settled, error) {
+	var notes []string
+	res, err := settle(ctx, e.frz, e.procs, id, func() ([]gitshadow.Finding, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		found, err := b.scanner.Scan()
+		notes = b.scanner.TakeNotes()
+		return found, err
+	})
+	b.mu.Lock()
+	b.notes = append(b.notes, notes...)
+	b.mu.Unlock()
+	return res, err
 }
 
 // stopWatching stops the background sweep, if there is one, and waits
