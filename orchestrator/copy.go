@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
@@ -76,7 +77,7 @@ type sessionCopy struct {
 
 // newSessionCopy readies copy mode for a session; the copy itself is made
 // (or brought in step) when the sandbox opens.
-func newSessionCopy(dataDir string, sc SandboxConfig, root *os.Root, cp *checkpoints, lazy *Lazy) (*sessionCopy, error) {
+func newSessionCopy(dataDir string, sc SandboxConfig, root *os.Root, gate *hostwrite.Gate, cp *checkpoints, lazy *Lazy) (*sessionCopy, error) {
 	if dataDir == "" {
 		return nil, errors.New("copy mode needs shiro's data directory (it keeps the workspace's states there)")
 	}
@@ -85,7 +86,7 @@ func newSessionCopy(dataDir string, sc SandboxConfig, root *os.Root, cp *checkpo
 	if cp != nil {
 		c.store = cp.store
 	} else {
-		st, err := OpenCheckpoints(dataDir, ws, root)
+		st, err := OpenCheckpoints(dataDir, ws, root, gate)
 		if err != nil {
 			return nil, fmt.Errorf("copy mode: %w", err)
 		}
@@ -345,13 +346,14 @@ type ToolRunner struct {
 	copy *sessionCopy
 }
 
-// NewToolRunner readies tools for the workspace root of sc; the sandbox
-// opens on the first tool that needs it. output receives live output.
-func NewToolRunner(sc SandboxConfig, dataDir string, root *os.Root, output func(stream string, chunk []byte)) (*ToolRunner, error) {
+// NewToolRunner readies tools for the workspace root of sc, whose write
+// gate is gate; the sandbox opens on the first tool that needs it. output
+// receives live output.
+func NewToolRunner(sc SandboxConfig, dataDir string, root *os.Root, gate *hostwrite.Gate, output func(stream string, chunk []byte)) (*ToolRunner, error) {
 	r := &ToolRunner{lazy: NewLazy(sc)}
-	r.env = &tools.Env{Workspace: sc.Workspace, Root: root, Sandbox: r.lazy, GoGit: sc.NoSandbox, OpenGit: gitrepo.Opener, Output: output}
+	r.env = &tools.Env{Workspace: sc.Workspace, Root: root, Gate: gate, Sandbox: r.lazy, GoGit: sc.NoSandbox, OpenGit: gitrepo.Opener, Output: output}
 	if sc.CopyMode() {
-		c, err := newSessionCopy(dataDir, sc, root, nil, r.lazy)
+		c, err := newSessionCopy(dataDir, sc, root, gate, nil, r.lazy)
 		if err != nil {
 			return nil, err
 		}

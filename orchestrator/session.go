@@ -12,6 +12,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
@@ -102,6 +103,7 @@ type Session struct {
 	mu       sync.Mutex // guards variant
 	ws       string
 	root     *os.Root
+	gate     *hostwrite.Gate // every write into the workspace
 	sandbox  *Lazy
 	env      *tools.Env
 	builtins []tools.Tool
@@ -144,9 +146,17 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		root.Close()
 		return nil, err
 	}
+	// One write gate for everything the session writes into the
+	// workspace: the file tools, undo, copy mode's apply.
+	gate, err := hostwrite.New(root, opts.Workspace)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
 	s := &Session{
 		ws:       opts.Workspace,
 		root:     root,
+		gate:     gate,
 		builtins: tools.Builtins(),
 		sets:     opts.ToolSets,
 		variant:  variant,
@@ -169,10 +179,10 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
-	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Sandbox: s.sandbox, GoGit: opts.Sandbox.NoSandbox, OpenGit: gitrepo.Opener}
+	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Gate: gate, Sandbox: s.sandbox, GoGit: opts.Sandbox.NoSandbox, OpenGit: gitrepo.Opener}
 	s.onChange = opts.OnChange
 	if opts.DataDir != "" && !opts.NoCheckpoints {
-		st, err := OpenCheckpoints(opts.DataDir, opts.Workspace, root)
+		st, err := OpenCheckpoints(opts.DataDir, opts.Workspace, root, gate)
 		if err != nil {
 			s.Notices = append(s.Notices, fmt.Sprintf("checkpoints are off (no /undo): %v", err))
 		} else {
@@ -180,10 +190,11 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		}
 	}
 	if sc.CopyMode() {
-		if s.copy, err = newSessionCopy(opts.DataDir, sc, root, s.cp, s.sandbox); err != nil {
+		if s.copy, err = newSessionCopy(opts.DataDir, sc, root, gate, s.cp, s.sandbox); err != nil {
 			if s.cp != nil {
 				s.cp.store.Close()
 			}
+			gate.Close()
 			root.Close()
 			return nil, err
 		}
@@ -261,6 +272,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		if s.cp != nil {
 			s.cp.store.Close()
 		}
+		gate.Close()
 		root.Close()
 		return nil, err
 	}
@@ -529,7 +541,7 @@ func (s *Session) Close() error {
 	if s.cp != nil {
 		cpErr = errors.Join(cpErr, s.cp.store.Close())
 	}
-	return errors.Join(s.book.close(), sbErr, cpErr, s.root.Close())
+	return errors.Join(s.book.close(), sbErr, cpErr, s.gate.Close(), s.root.Close())
 }
 
 // toolAdapter runs a built-in tool for the agent, with live output.

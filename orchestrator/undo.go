@@ -12,6 +12,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
 )
@@ -20,9 +21,9 @@ import (
 func CheckpointsDir(dataDir string) string { return filepath.Join(dataDir, "checkpoints") }
 
 // OpenCheckpoints opens the checkpoint store of the workspace ws (whose
-// root is root) in the data directory.
-func OpenCheckpoints(dataDir, ws string, root *os.Root) (*checkpoint.Store, error) {
-	return checkpoint.Open(filepath.Join(CheckpointsDir(dataDir), config.ProjectKey(ws)), root, checkpoint.Options{})
+// root is root, and gate its write gate) in the data directory.
+func OpenCheckpoints(dataDir, ws string, root *os.Root, gate *hostwrite.Gate) (*checkpoint.Store, error) {
+	return checkpoint.Open(filepath.Join(CheckpointsDir(dataDir), config.ProjectKey(ws)), root, gate, checkpoint.Options{})
 }
 
 // checkpoints is a session's side of the store: which session and turn

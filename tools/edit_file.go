@@ -34,7 +34,7 @@ func runEditFile(_ context.Context, env *Env, p *editFileParams) (Result, error)
 	if problem != "" {
 		return Errorf("%s", problem), nil
 	}
-	if err := writeAtomic(env.Root, rel, []byte(content)); err != nil {
+	if err := writeAtomic(env, rel, []byte(content)); err != nil {
 		return Errorf("%s", writeProblem(env, p.Path, err)), nil
 	}
 	return Text(fmt.Sprintf("Replaced %d occurrence(s) in %s", n, p.Path)), nil

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/shiroagent/shiro/internal/hostwrite"
 )
 
 // newTestEnv makes a workspace in a temporary directory holding files
@@ -18,7 +20,12 @@ func newTestEnv(t *testing.T, files map[string]string) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { root.Close() })
-	return &Env{Workspace: dir, Root: root}
+	gate, err := hostwrite.New(root, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gate.Close() })
+	return &Env{Workspace: dir, Root: root, Gate: gate}
 }
 
 func writeTree(t *testing.T, dir string, files map[string]string) {

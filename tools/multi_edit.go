@@ -35,7 +35,7 @@ func runMultiEdit(_ context.Context, env *Env, p *multiEditParams) (Result, erro
 	if problem != "" {
 		return Errorf("%s", problem), nil
 	}
-	if err := writeAtomic(env.Root, rel, []byte(content)); err != nil {
+	if err := writeAtomic(env, rel, []byte(content)); err != nil {
 		return Errorf("%s", writeProblem(env, p.Path, err)), nil
 	}
 	return Text(fmt.Sprintf("Applied %d edit(s) to %s (%s)", len(p.Edits), p.Path, strings.Join(counts, ", "))), nil

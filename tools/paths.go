@@ -1,8 +1,6 @@
 package tools
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/shiroagent/shiro/internal/confine"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 )
 
 // errEscapes marks a path that leaves the workspace.
@@ -93,10 +91,22 @@ func fileProblem(root *os.Root, p string, err error) string {
 	return fmt.Sprintf("Cannot access %s: %v", p, err)
 }
 
-// writeProblem is fileProblem for a failed write.
+// writeProblem is fileProblem for a failed write. A refusal of the write
+// gate says what and why; one whose directory leads out of the workspace
+// is an escape, as os.Root would have said.
 func writeProblem(env *Env, p string, err error) string {
 	if isEscape(env.Root, err) {
 		return "Path escapes workspace: " + p
+	}
+	var refusal *hostwrite.Refusal
+	if errors.As(err, &refusal) {
+		if _, serr := env.Root.Stat(path.Dir(refusal.Path)); serr != nil && isEscape(env.Root, serr) {
+			return "Path escapes workspace: " + p
+		}
+		if rel, rerr := resolvePath(env, p); rerr == nil && rel != refusal.Path {
+			return fmt.Sprintf("Cannot write %s (it leads to %s): %s", p, refusal.Path, refusal.Reason)
+		}
+		return fmt.Sprintf("Cannot write %s: %s", p, refusal.Reason)
 	}
 	var pe *os.PathError
 	if errors.As(err, &pe) {
@@ -129,74 +139,23 @@ func realTarget(root *os.Root, rel string) (string, error) {
 	return "", syscall.ELOOP
 }
 
-// writeAtomic replaces rel (through root) with data: a temporary file in
-// the same directory is written, synced and renamed over the target, so a
-// crash leaves the old content or the new, never a mix. An existing file
-// keeps its permission bits; a new one gets 0644 (less the umask). Missing
-// parent directories are created.
-func writeAtomic(root *os.Root, rel string, data []byte) (err error) {
-	target, err := realTarget(root, rel)
-	if err != nil {
-		return err
-	}
-	perm, existing := fs.FileMode(0o644), false
-	if fi, err := root.Stat(target); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("%s is a directory", rel)
-		}
-		perm, existing = fi.Mode().Perm(), true
-	}
-	dir := path.Dir(target)
-	if err := root.MkdirAll(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		return err
-	}
-	tmp := path.Join(dir, tempName(path.Base(target)))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			root.Remove(tmp)
-		}
-	}()
-	if existing {
-		if err := f.Chmod(perm); err != nil { // the umask applied at creation
-			return err
-		}
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := root.Rename(tmp, target); err != nil {
-		return err
-	}
-	if d, err := openDir(root, dir); err == nil { // make the rename durable
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
+// errNoGate is the write of an Env without a write gate.
+var errNoGate = errors.New("no write gate for this workspace")
 
-func tempName(base string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	if len(base) > 100 {
-		i := 100
-		for i > 0 && !utf8.RuneStart(base[i]) {
-			i--
-		}
-		base = base[:i]
+// writeAtomic replaces rel with data through the workspace's write gate:
+// atomically (a temporary file beside it, synced and renamed over it), an
+// existing file keeping its permission bits, a new one 0644 less the
+// umask, missing parent directories made. A symlink as the last element
+// is followed inside the workspace (realTarget), and the path it leads to
+// passes the gate like any other: no symlinked directory on the way, not
+// into a git directory.
+func writeAtomic(env *Env, rel string, data []byte) error {
+	if env.Gate == nil {
+		return errNoGate
 	}
-	return "." + base + "." + hex.EncodeToString(b[:]) + ".shiro-tmp"
+	target, err := realTarget(env.Root, rel)
+	if err != nil {
+		return err
+	}
+	return env.Gate.WriteFile(target, data)
 }

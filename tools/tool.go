@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/sandbox"
 )
 
@@ -28,9 +29,13 @@ type Env struct {
 	// Workspace is the absolute path of the workspace root (the same path
 	// inside the sandbox container).
 	Workspace string
-	// Root is the workspace opened with os.OpenRoot; every host-side file
-	// access goes through it, which refuses escapes, symlinks included.
+	// Root is the workspace opened with os.OpenRoot; every host-side read
+	// goes through it, which refuses escapes, symlinks included.
 	Root *os.Root
+	// Gate is the workspace's write gate: every host-side write goes
+	// through it (no symlink followed, never into a git directory). The
+	// file tools refuse to write without one.
+	Gate *hostwrite.Gate
 	// Sandbox runs commands (bash, rg, git).
 	Sandbox sandbox.Sandbox
 	// GoGit makes the git tools read the repository with go-git in this

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/shiroagent/shiro/internal/hostwrite"
 )
 
 const crashChildEnv = "SHIRO_TEST_WRITE_CHILD_WORKSPACE"
@@ -34,8 +36,12 @@ func crashChild(ws string) int {
 	if err != nil {
 		return 2
 	}
+	gate, err := hostwrite.New(root, ws)
+	if err != nil {
+		return 2
+	}
 	input, _ := json.Marshal(map[string]string{"path": "big.txt", "content": strings.Repeat("n", crashChildSize)})
-	res, err := NewWriteFile().Run(context.Background(), &Env{Workspace: ws, Root: root}, input)
+	res, err := NewWriteFile().Run(context.Background(), &Env{Workspace: ws, Root: root, Gate: gate}, input)
 	if err != nil || res.IsError {
 		return 3
 	}

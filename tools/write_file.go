@@ -19,7 +19,7 @@ func NewWriteFile() Tool {
 	return newFileTool("write_file", SetCore, true, writeFileDoc, func(_ context.Context, env *Env, p *writeFileParams) (Result, error) {
 		rel, err := resolvePath(env, p.Path)
 		if err == nil {
-			err = writeAtomic(env.Root, rel, []byte(p.Content))
+			err = writeAtomic(env, rel, []byte(p.Content))
 		}
 		if err != nil {
 			return Errorf("%s", writeProblem(env, p.Path, err)), nil

@@ -41,7 +41,7 @@ func copyBenchOn(ctx context.Context, r *report, where string, open func(ws stri
 	}
 	defer g.close()
 	dir, ws, root, files, listed := g.dir, g.ws, g.root, g.files, g.listed
-	st, err := checkpoint.Open(filepath.Join(dir, "store"), root, checkpoint.Options{})
+	st, err := checkpoint.Open(filepath.Join(dir, "store"), root, g.gate, checkpoint.Options{})
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/internal/treegen"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/sandbox/gitshadow"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -129,7 +131,62 @@ func gitBench(ctx context.Context, r *report) error {
 	}
 	r.add("git commit in the sandbox, in the host's log when it returns, median of 10", ms(median(commits)), "", true)
 	r.add("commits on the host's branch afterwards", string(out[:len(out)-1]), "11", string(out[:len(out)-1]) == "11")
+	if err := settleBench(ctx, r, repo); err != nil {
+		return err
+	}
 	return scanBench(r)
+}
+
+// settleBench measures the end of a workspace's last session (the
+// container frozen, cleared of all but its init, the final scan, thawed)
+// against the end of a session that is not the last (its scan alone): in
+// each round a session whose command left processes running closes while
+// another is open, then the other, after the same command, closes last.
+func settleBench(ctx context.Context, r *report, repo string) error {
+	const leave = "sleep 60 & (sleep 61 &) ; setsid sleep 62 & echo x > settle.txt"
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	open := func() (*docker.Sandbox, error) {
+		return eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Workspace: repo, HelperBinary: os.Getenv("SHIRO_BIN") + "-helper"})
+	}
+	closeAfter := func(sb *docker.Sandbox) (time.Duration, error) {
+		if _, err := sb.Run(ctx, sandbox.Command{Shell: leave, Dir: repo}); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		err := sb.Close()
+		return time.Since(start), err
+	}
+	var notLast, last []time.Duration
+	for range 10 {
+		a, err := open()
+		if err != nil {
+			return err
+		}
+		b, err := open()
+		if err != nil {
+			a.Close()
+			return err
+		}
+		da, err := closeAfter(a)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		db, err := closeAfter(b)
+		if err != nil {
+			return err
+		}
+		notLast, last = append(notLast, da), append(last, db)
+	}
+	cost := median(last) - median(notLast)
+	r.add("the end of a session that is not the last (channel closed, final scan), median of 10", ms(median(notLast)), "", true)
+	r.add("the end of the last session (frozen, cleared, scanned, thawed), median of 10", ms(median(last)), "", true)
+	r.add("freeze, kill and scan at the last session's end, in a repository of 2,000 files", ms(cost), "<= 200 ms", cost <= 200*time.Millisecond)
+	return nil
 }
 
 // scanBench measures the scan for repositories the sandbox made on the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/internal/treegen"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/tools"
@@ -29,7 +30,7 @@ func undoBench(ctx context.Context, r *report) error {
 	if len(files) < 1100 {
 		return fmt.Errorf("the generated tree lists only %d files", len(files))
 	}
-	st, err := checkpoint.Open(filepath.Join(dir, "store"), root, checkpoint.Options{})
+	st, err := checkpoint.Open(filepath.Join(dir, "store"), root, g.gate, checkpoint.Options{})
 	if err != nil {
 		return err
 	}
@@ -131,6 +132,7 @@ func undoBench(ctx context.Context, r *report) error {
 type generatedTree struct {
 	dir, ws string
 	root    *os.Root
+	gate    *hostwrite.Gate
 	files   []string
 	listed  int
 }
@@ -151,6 +153,9 @@ func newGeneratedTree(ctx context.Context, prefix string) (*generatedTree, error
 	if g.root, err = os.OpenRoot(g.ws); err != nil {
 		return fail(err)
 	}
+	if g.gate, err = hostwrite.New(g.root, g.ws); err != nil {
+		return fail(err)
+	}
 	err = tools.Walk(ctx, g.root, tools.WalkOptions{}, func(p string, mode fs.FileMode) error {
 		g.listed++
 		if base := filepath.Base(p); mode.IsRegular() && base != ".gitignore" && base != ".shiroignore" && !strings.ContainsAny(p, " '\\\"$`") {
@@ -165,6 +170,9 @@ func newGeneratedTree(ctx context.Context, prefix string) (*generatedTree, error
 }
 
 func (g *generatedTree) close() {
+	if g.gate != nil {
+		g.gate.Close()
+	}
 	if g.root != nil {
 		g.root.Close()
 	}

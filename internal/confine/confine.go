@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/shiroagent/shiro/internal/termsafe"
 )
 
 // ErrNotRegular is matched (errors.Is) by the error for a file that is not a
@@ -112,7 +114,9 @@ type Refusal struct {
 	Reason string
 }
 
-func (r *Refusal) Error() string { return r.Path + " is " + r.Reason + "; not read" }
+// Error names the file quoted when its name holds what a terminal would
+// not show as it is (the workspace chose it).
+func (r *Refusal) Error() string { return termsafe.Name(r.Path) + " is " + r.Reason + "; not read" }
 
 // AsRefusal returns the *Refusal in err's chain, if there is one.
 func AsRefusal(err error) (*Refusal, bool) {

@@ -26,7 +26,7 @@ func fullTree(t *testing.T, ws string, opts ...Options) string {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	st, err := Open(filepath.Join(t.TempDir(), "store"), root, o)
+	st, err := Open(filepath.Join(t.TempDir(), "store"), root, nil, o) // it only reads
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/shiroagent/shiro/internal/hostwrite"
+	"github.com/shiroagent/shiro/internal/termsafe"
+	"github.com/shiroagent/shiro/tools"
 )
 
 // Plan is what putting the workspace back to a checkpoint would do.
@@ -185,23 +188,52 @@ type pending struct {
 	tmp  string // the temporary file's base name beside it, once written
 }
 
-// byDir groups files to write by their directory, in a stable order.
-func byDir(writes []*pending) (dirs []string, groups map[string][]*pending) {
-	groups = map[string][]*pending{}
-	for _, w := range writes {
-		d := dirOf(w.c.Path)
-		if _, ok := groups[d]; !ok {
-			dirs = append(dirs, d)
-		}
-		groups[d] = append(groups[d], w)
-	}
-	return dirs, groups
+// group is the files to write in one directory.
+type group struct {
+	dir   string
+	files []*pending
+	// h holds the directory open from the step that writes its temporary
+	// files to the one that renames them (nil: opened again), so that
+	// both happen in the directory the gate passed, whatever becomes of
+	// its path meanwhile.
+	h *hostwrite.Dir
 }
 
-// restore puts the changes chs in place. Each directory is opened once
-// (through the workspace root, never following a symlink out of it) and
-// its files are written, checked and renamed by name inside it.
+// maxHeld bounds the directories a restore holds open between its steps
+// (file descriptors are finite); the others are opened again, through the
+// gate, for the renames.
+const maxHeld = 256
+
+// byDir groups files to write by their directory, in a stable order.
+func byDir(writes []*pending) []*group {
+	var groups []*group
+	at := map[string]*group{}
+	for _, w := range writes {
+		d := dirOf(w.c.Path)
+		g := at[d]
+		if g == nil {
+			g = &group{dir: d}
+			at[d] = g
+			groups = append(groups, g)
+		}
+		g.files = append(g.files, w)
+	}
+	return groups
+}
+
+// errNoGate is a restore by a store opened without the workspace's write
+// gate.
+var errNoGate = errors.New("restore: no write gate for the workspace")
+
+// restore puts the changes chs in place, through the workspace's write
+// gate: no symlink is followed on the way to any file, and nothing is
+// written into a git directory. Every write and removal is checked first,
+// and a refusal changes nothing. Each directory is opened once and its
+// files are written, checked and renamed by name inside it.
 func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tree) error {
+	if s.gate == nil {
+		return errNoGate
+	}
 	var writes []*pending
 	var deletes []string
 	for _, c := range chs {
@@ -210,78 +242,110 @@ func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tr
 			continue
 		}
 		if !s.hasObject(c.newHash) {
-			return fmt.Errorf("restore %s: the checkpoint lacks its content", c.Path)
+			return fmt.Errorf("restore %s: the checkpoint lacks its content", termsafe.Name(c.Path))
 		}
 		writes = append(writes, &pending{c: c, name: path.Base(c.Path)})
 	}
-	dirs, groups := byDir(writes)
-	cleanup := func() {
-		for _, d := range dirs {
-			dir, err := s.root.OpenRoot(d)
-			if err != nil {
-				continue
+	// 0. Nothing changes unless every write and removal would pass now.
+	if err := s.check(ctx, writes, deletes); err != nil {
+		return fmt.Errorf("nothing was changed: %w", err)
+	}
+	groups := byDir(writes)
+	held, limit := 0, maxHeld
+	if s.keepOpen != 0 {
+		limit = max(s.keepOpen, 0)
+	}
+	defer func() {
+		for _, g := range groups {
+			if g.h != nil {
+				g.h.Close()
 			}
-			for _, w := range groups[d] {
+		}
+	}()
+	keep := func(g *group, h *hostwrite.Dir) {
+		if held < limit {
+			g.h = h
+			held++
+			return
+		}
+		h.Close()
+	}
+	cleanup := func() {
+		for _, g := range groups {
+			h := g.h
+			if h == nil {
+				var err error
+				if h, err = s.gate.OpenDir(g.dir); err != nil {
+					continue
+				}
+				defer h.Close()
+			}
+			for _, w := range g.files {
 				if w.tmp != "" {
-					_ = dir.Remove(w.tmp)
+					_ = h.Remove(w.tmp)
 				}
 			}
-			dir.Close()
 		}
 	}
 	// 1. New content beside the files whose directory is there already.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	werrs := make([]error, len(dirs))
-	inDirs(dirs, func(i int, d string) {
-		dir, err := s.root.OpenRoot(d)
+	werrs := make([]error, len(groups))
+	opened := make([]*hostwrite.Dir, len(groups))
+	inGroups(groups, func(i int, g *group) {
+		h, err := s.gate.OpenDir(g.dir)
 		if err != nil {
-			return // made in step 3
+			return // made in step 3 (a symlink or file in its way goes in step 2)
 		}
-		defer dir.Close()
-		for _, w := range groups[d] {
-			if err := s.writeTemp(dir, w); err != nil {
+		opened[i] = h
+		for _, w := range g.files {
+			if err := s.writeTemp(h, w); err != nil {
 				werrs[i] = err
 				return
 			}
 		}
 	})
+	for i, h := range opened {
+		if h != nil {
+			keep(groups[i], h)
+		}
+	}
 	if err := errors.Join(werrs...); err != nil {
 		cleanup()
 		return err
+	}
+	if s.afterTemps != nil {
+		s.afterTemps()
 	}
 	// 2. Deletions, deepest first, and the directories they empty that the
 	// target has not.
 	sort.Slice(deletes, func(i, j int) bool { return deletes[i] > deletes[j] })
 	var errs []error
 	for _, p := range deletes {
-		if err := s.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+		if err := s.gate.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", termsafe.Name(p), err))
 		}
 	}
 	s.removeEmptyDirs(deletes, target)
 	// 3. The files whose directory had to be made.
-	for _, d := range dirs {
-		g := groups[d]
-		if g[0].tmp != "" {
+	for _, g := range groups {
+		if g.files[0].tmp != "" {
 			continue
 		}
-		if err := s.root.MkdirAll(d, 0o755); err != nil {
-			errs = append(errs, fmt.Errorf("restore %s: %w", g[0].c.Path, err))
-			continue
-		}
-		dir, err := s.root.OpenRoot(d)
+		h, err := s.gate.MkdirAll(g.dir)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("restore %s: %w", g[0].c.Path, err))
+			for _, w := range g.files {
+				errs = append(errs, restoreError(w.c.Path, err))
+			}
 			continue
 		}
-		for _, w := range g {
-			if err := s.writeTemp(dir, w); err != nil {
+		for _, w := range g.files {
+			if err := s.writeTemp(h, w); err != nil {
 				errs = append(errs, err)
 			}
 		}
-		dir.Close()
+		keep(g, h)
 	}
 	// The new contents reach the disk before any rename makes them the
 	// files' (one sync of the file system rather than one per file).
@@ -290,33 +354,36 @@ func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tr
 		return errors.Join(append(errs, fmt.Errorf("sync the workspace: %w", err))...)
 	}
 	// 4. Every rename.
-	rerrs := make([][]error, len(dirs))
-	inDirs(dirs, func(i int, d string) {
-		dir, err := s.root.OpenRoot(d)
-		if err != nil {
-			for _, w := range groups[d] {
-				if w.tmp != "" {
-					rerrs[i] = append(rerrs[i], fmt.Errorf("restore %s: %w", w.c.Path, err))
+	rerrs := make([][]error, len(groups))
+	inGroups(groups, func(i int, g *group) {
+		h := g.h
+		if h == nil {
+			var err error
+			if h, err = s.gate.OpenDir(g.dir); err != nil {
+				for _, w := range g.files {
+					if w.tmp != "" {
+						rerrs[i] = append(rerrs[i], restoreError(w.c.Path, err))
+					}
 				}
+				return
 			}
-			return
+			defer h.Close()
 		}
-		defer dir.Close()
-		for _, w := range groups[d] {
+		for _, w := range g.files {
 			if w.tmp == "" {
 				continue
 			}
 			if w.c.Action != Modified {
-				if fi, err := dir.Lstat(w.name); err == nil && fi.IsDir() {
+				if mode, err := h.Lstat(w.name); err == nil && mode.IsDir() {
 					// A directory the turn made where the target has a
 					// file: empty now unless it holds files the walker
 					// does not list.
-					_ = dir.Remove(w.name)
+					_ = h.RemoveEmptyDir(w.name)
 				}
 			}
-			if err := dir.Rename(w.tmp, w.name); err != nil {
-				_ = dir.Remove(w.tmp)
-				rerrs[i] = append(rerrs[i], fmt.Errorf("restore %s: %w", w.c.Path, err))
+			if err := h.Replace(w.tmp, w.name); err != nil {
+				_ = h.Remove(w.tmp)
+				rerrs[i] = append(rerrs[i], fmt.Errorf("restore %s: %w", termsafe.Name(w.c.Path), err))
 			}
 			w.tmp = ""
 		}
@@ -327,33 +394,99 @@ func (s *Store) restore(ctx context.Context, chs []FileChange, target *object.Tr
 	return errors.Join(errs...)
 }
 
-// inDirs calls fn for each directory, on a few goroutines: the file
-// system works on several directories at once.
-func inDirs(dirs []string, fn func(i int, d string)) {
-	parallel(len(dirs), 4, func(i int) { fn(i, dirs[i]) })
+// restoreError is the failure to restore p because its directory could
+// not be opened: a refusal of the directory is one of p.
+func restoreError(p string, err error) error {
+	var r *hostwrite.Refusal
+	if errors.As(err, &r) {
+		return &hostwrite.Refusal{Path: p, Reason: r.Reason}
+	}
+	return fmt.Errorf("restore %s: %w", termsafe.Name(p), err)
+}
+
+// check asks the gate, before anything changes, whether every write and
+// removal of a restore would pass, and refuses a symlink anywhere but in a
+// directory the walker lists.
+func (s *Store) check(ctx context.Context, writes []*pending, deletes []string) error {
+	ops := make([]hostwrite.Op, 0, len(writes)+len(deletes))
+	for _, p := range deletes {
+		ops = append(ops, hostwrite.Op{Path: p, Remove: true})
+	}
+	for _, w := range writes {
+		ops = append(ops, hostwrite.Op{Path: w.c.Path})
+	}
+	errs := []error{s.gate.Check(ops)}
+	for _, w := range writes {
+		if w.c.newFM == filemode.Symlink {
+			errs = append(errs, s.symlinkHome(ctx, w.c.Path))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// symlinkHome refuses to restore the symlink p unless its directory is a
+// real directory the walker lists now (not one it ignores, and not a
+// symlink), or one the restore makes below a listed directory and that the
+// walker would not ignore: a link is put back only where the checkpoints
+// see it.
+func (s *Store) symlinkHome(ctx context.Context, p string) error {
+	listed := func(d string) bool {
+		if d == "." {
+			d = ""
+		}
+		return s.scan != nil && s.scan.dirs[d] != nil
+	}
+	dir := dirOf(p)
+	if listed(dir) {
+		return nil
+	}
+	refusal := &hostwrite.Refusal{Path: p, Reason: fmt.Sprintf("%s is not a directory shiro lists (it is ignored, or not a real directory); a symlink is put back only into one", dir)}
+	if _, err := s.root.Lstat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return refusal
+	}
+	above := dirOf(dir)
+	for above != "." {
+		if _, err := s.root.Lstat(above); err == nil {
+			break
+		}
+		above = dirOf(above)
+	}
+	if !listed(above) {
+		return refusal
+	}
+	if excluded, err := tools.Excluded(ctx, s.root, dir, false); err != nil || excluded {
+		return refusal
+	}
+	return nil
+}
+
+// inGroups calls fn for each group, on a few goroutines: the file system
+// works on several directories at once.
+func inGroups(groups []*group, fn func(i int, g *group)) {
+	parallel(len(groups), 4, func(i int) { fn(i, groups[i]) })
 }
 
 // writeTemp writes w's content to a temporary file in its directory dir,
 // with the mode it must have.
-func (s *Store) writeTemp(dir *os.Root, w *pending) error {
+func (s *Store) writeTemp(dir *hostwrite.Dir, w *pending) error {
 	data, err := s.readBlob(w.c.newHash)
 	if err != nil {
-		return fmt.Errorf("restore %s: %w", w.c.Path, err)
+		return fmt.Errorf("restore %s: %w", termsafe.Name(w.c.Path), err)
 	}
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
 	tmp := ".shiro-undo-" + hex.EncodeToString(suffix[:])
 	if w.c.newFM == filemode.Symlink {
 		if err := dir.Symlink(string(data), tmp); err != nil {
-			return fmt.Errorf("restore %s: %w", w.c.Path, err)
+			return fmt.Errorf("restore %s: %w", termsafe.Name(w.c.Path), err)
 		}
 		w.tmp = tmp
 		return nil
 	}
 	perm, exact := permFor(dir, w)
-	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := dir.Create(tmp, perm)
 	if err != nil {
-		return fmt.Errorf("restore %s: %w", w.c.Path, err)
+		return fmt.Errorf("restore %s: %w", termsafe.Name(w.c.Path), err)
 	}
 	w.tmp = tmp
 	_, werr := f.Write(data)
@@ -363,7 +496,7 @@ func (s *Store) writeTemp(dir *os.Root, w *pending) error {
 	}
 	cerr := f.Close()
 	if err := errors.Join(werr, merr, cerr); err != nil {
-		return fmt.Errorf("restore %s: %w", w.c.Path, err)
+		return fmt.Errorf("restore %s: %w", termsafe.Name(w.c.Path), err)
 	}
 	return nil
 }
@@ -371,16 +504,16 @@ func (s *Store) writeTemp(dir *os.Root, w *pending) error {
 // permFor keeps the permission bits of the file there now, with the
 // executable bits the target has (exact); a new file gets 0644 or 0755
 // less the umask.
-func permFor(dir *os.Root, w *pending) (perm fs.FileMode, exact bool) {
+func permFor(dir *hostwrite.Dir, w *pending) (perm fs.FileMode, exact bool) {
 	exec := w.c.newFM == filemode.Executable
-	fi, err := dir.Lstat(w.name)
-	if err != nil || !fi.Mode().IsRegular() {
+	mode, err := dir.Lstat(w.name)
+	if err != nil || !mode.IsRegular() {
 		if exec {
 			return 0o755, false
 		}
 		return 0o644, false
 	}
-	perm = fi.Mode().Perm()
+	perm = mode.Perm()
 	if exec {
 		return perm | (perm&0o444)>>2, true
 	}
@@ -405,7 +538,7 @@ func (s *Store) removeEmptyDirs(deleted []string, target *object.Tree) {
 		if s.hasDir(target, d) {
 			continue
 		}
-		_ = s.root.Remove(d) // fails, as it should, on a directory that is not empty
+		_ = s.gate.RemoveEmptyDir(d) // fails, as it should, on a directory that is not empty
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/shiroagent/shiro/internal/atomicfile"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 )
 
 // Defaults of a store.
@@ -104,6 +105,7 @@ type Options struct {
 type Store struct {
 	dir  string
 	root *os.Root
+	gate *hostwrite.Gate // every write into the workspace
 	opts Options
 	objs *filesystem.Storage
 
@@ -119,6 +121,12 @@ type Store struct {
 	batch     *[]toHash  // during a walk: the files to read after it
 	// noEvents makes every scan a full one (tests).
 	noEvents bool
+	// afterTemps, when set (tests), runs in a restore once the new
+	// contents are beside their files and before anything is removed or
+	// renamed.
+	afterTemps func()
+	// keepOpen, when not 0, replaces maxHeld (-1: none; tests).
+	keepOpen int
 }
 
 var (
@@ -132,8 +140,10 @@ const (
 	lockFile  = "lock"
 )
 
-// Open opens (creating it) the store in dir for the workspace root.
-func Open(dir string, root *os.Root, opts Options) (*Store, error) {
+// Open opens (creating it) the store in dir for the workspace root, which
+// it reads; it writes the workspace (undo, apply) only through gate, the
+// workspace's write gate.
+func Open(dir string, root *os.Root, gate *hostwrite.Gate, opts Options) (*Store, error) {
 	if opts.MaxFileSize <= 0 {
 		opts.MaxFileSize = DefaultMaxFileSize
 	}
@@ -152,6 +162,7 @@ func Open(dir string, root *os.Root, opts Options) (*Store, error) {
 	s := &Store{
 		dir:   dir,
 		root:  root,
+		gate:  gate,
 		opts:  opts,
 		objs:  filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(8<<20), filesystem.Options{ExclusiveAccess: false}),
 		trees: map[plumbing.Hash]bool{},

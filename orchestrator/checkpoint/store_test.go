@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/internal/dirstate"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 )
 
 // state describes a tree on disk: path -> "mode content" (a symlink's
@@ -54,7 +55,12 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return fx.now }
 	}
-	fx.store, err = Open(filepath.Join(t.TempDir(), "store"), root, opts)
+	gate, err := hostwrite.New(root, fx.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gate.Close() })
+	fx.store, err = Open(filepath.Join(t.TempDir(), "store"), root, gate, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,9 @@ import (
 	"sync"
 
 	"github.com/shiroagent/shiro/internal/atomicfile"
+	"github.com/shiroagent/shiro/internal/hostwrite"
+	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
-	"github.com/shiroagent/shiro/sandbox/gitshadow"
 	"github.com/shiroagent/shiro/tools/copymode"
 )
 
@@ -391,11 +392,18 @@ func (c *Copy) filesOf(ctx context.Context, tree string) (map[string]checkpoint.
 	return out, nil
 }
 
+// clipList is the first n paths of list, each quoted when its name holds
+// what a terminal would not show as it is (the sandbox chose it), and how
+// many more there are.
 func clipList(list []string, n int) []string {
-	if len(list) <= n {
-		return list
+	out := make([]string, 0, min(len(list), n)+1)
+	for _, p := range list[:min(len(list), n)] {
+		out = append(out, termsafe.Name(p))
 	}
-	return append(list[:n:n], fmt.Sprintf("and %d more", len(list)-n))
+	if len(list) > n {
+		out = append(out, fmt.Sprintf("and %d more", len(list)-n))
+	}
+	return out
 }
 
 // Changes is what the sandbox changed in its copy since the base.
@@ -473,7 +481,7 @@ func (c *Copy) changes(ctx context.Context) (Changes, error) {
 			data, mode = []byte(h.Linkname), fs.ModeSymlink
 		case tar.TypeReg:
 			if h.Size > c.opts.MaxFileSize {
-				return fmt.Errorf("%s grew past the size limit while fetched", h.Name)
+				return fmt.Errorf("%s grew past the size limit while fetched", termsafe.Name(h.Name))
 			}
 			var err error
 			if data, err = io.ReadAll(io.LimitReader(content, c.opts.MaxFileSize+1)); err != nil {
@@ -486,7 +494,7 @@ func (c *Copy) changes(ctx context.Context) (Changes, error) {
 			return nil
 		}
 		if !asked[h.Name] || got[h.Name] {
-			return fmt.Errorf("the sandbox sent %s, which was not asked for", h.Name)
+			return fmt.Errorf("the sandbox sent %s, which was not asked for", termsafe.Name(h.Name))
 		}
 		got[h.Name] = true
 		hash, err := st.PutBlob(data)
@@ -585,10 +593,12 @@ func (c *Copy) readCopy(ctx context.Context) error {
 
 // refusal says why the sandbox's file at p must never be written here: a
 // path into a .git directory (any spelling git accepts), or a file that
-// makes its directory a git directory (all holds the copy's files).
+// makes its directory a git directory (all holds the copy's files). The
+// rules are the write gate's (hostwrite), applied to what the copy holds;
+// the gate applies them again to the workspace when the change is applied.
 func refusal(p string, all map[string]copymode.Entry, root *os.Root) string {
 	for _, c := range strings.Split(p, "/") {
-		if gitshadow.IsDotGit(c) {
+		if hostwrite.IsDotGit(c) {
 			return "it is inside a .git directory"
 		}
 	}
@@ -610,9 +620,9 @@ func displayDir(d string) string {
 	return d + "/"
 }
 
-// gitDirShape reports whether dir, with the files all holds, is what git
-// takes for a git directory: a HEAD beside objects and refs, or beside a
-// commondir.
+// gitDirShape reports whether dir, with the files all holds (and the
+// directories the workspace has), is what git takes for a git directory
+// (hostwrite.GitDirShape).
 func gitDirShape(dir string, all map[string]copymode.Entry, root *os.Root) bool {
 	at := func(name string) string {
 		if dir == "." {
@@ -620,23 +630,23 @@ func gitDirShape(dir string, all map[string]copymode.Entry, root *os.Root) bool 
 		}
 		return dir + "/" + name
 	}
-	if _, ok := all[at("HEAD")]; !ok {
-		return false
-	}
-	if _, ok := all[at("commondir")]; ok {
-		return true
-	}
-	has := func(sub string) bool {
-		prefix := at(sub) + "/"
+	has := func(name string) bool {
+		if _, ok := all[at(name)]; ok {
+			return true
+		}
+		if name == "HEAD" || name == "commondir" {
+			return false
+		}
+		prefix := at(name) + "/"
 		for p := range all {
 			if strings.HasPrefix(p, prefix) {
 				return true
 			}
 		}
-		fi, err := root.Lstat(at(sub))
+		fi, err := root.Lstat(at(name))
 		return err == nil && fi.IsDir()
 	}
-	return has("objects") && has("refs")
+	return hostwrite.GitDirShape(has) != ""
 }
 
 // symlinkOut reports whether a symlink at p with target leads out of the

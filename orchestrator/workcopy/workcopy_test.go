@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/shiroagent/shiro/internal/dirstate"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/sandboxtest"
@@ -38,7 +39,12 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fx.root.Close() })
-	if fx.store, err = checkpoint.Open(filepath.Join(t.TempDir(), "store"), fx.root, checkpoint.Options{}); err != nil {
+	gate, err := hostwrite.New(fx.root, fx.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gate.Close() })
+	if fx.store, err = checkpoint.Open(filepath.Join(t.TempDir(), "store"), fx.root, gate, checkpoint.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fx.store.Close() })

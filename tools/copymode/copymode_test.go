@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/internal/dirstate"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/local"
 	"github.com/shiroagent/shiro/sandbox/sandboxtest"
@@ -149,7 +150,12 @@ func TestFileToolsSayTheSameInTheSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sb.Close()
-		env := &tools.Env{Workspace: ws, Root: root, Sandbox: sb}
+		gate, err := hostwrite.New(root, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gate.Close()
+		env := &tools.Env{Workspace: ws, Root: root, Gate: gate, Sandbox: sb}
 		r := inProcess(t, ws)
 		var out []string
 		for _, c := range calls {

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shiroagent/shiro/internal/confine"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/sandbox/helper"
 	"github.com/shiroagent/shiro/sandbox/local"
 	"github.com/shiroagent/shiro/tools"
@@ -167,7 +168,14 @@ func runTool(ctx context.Context, ws string, root *os.Root, name string, check b
 		return err
 	}
 	defer sb.Close()
-	env := &tools.Env{Workspace: ws, Root: root, Sandbox: sb}
+	// The same write gate as on the host: the copy's .git and symlinks
+	// are refused with the same texts.
+	gate, err := hostwrite.New(root, ws)
+	if err != nil {
+		return err
+	}
+	defer gate.Close()
+	env := &tools.Env{Workspace: ws, Root: root, Gate: gate, Sandbox: sb}
 	var reply toolReply
 	if check {
 		if c, ok := t.(tools.Checker); ok {

@@ -12,7 +12,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/moby/term"
 	"github.com/spf13/cobra"
+
+	"github.com/shiroagent/shiro/internal/termsafe"
 )
 
 // Version is shiro's version, set at build time with -ldflags.
@@ -20,21 +23,56 @@ var Version = "0.1.0-dev"
 
 // Factory carries what every command needs from the process.
 type Factory struct {
-	In          io.Reader
+	In io.Reader
+	// Out and ErrOut are what shiro prints outside the chat UI. Over the
+	// real process they pass through the sanitiser (internal/termsafe):
+	// on a terminal only colour and style sequences survive; to a file or
+	// a pipe no escape sequence does.
 	Out, ErrOut io.Writer
-	Version     string
-	Getwd       func() (string, error)
-	LookupEnv   func(string) (string, bool)
+	// RawOut and RawErrOut are stdout and stderr as they are, for what
+	// must reach them byte for byte: the chat UI and an interactive shell,
+	// which draw on the terminal, and the in-container helper's channel.
+	// nil means Out and ErrOut.
+	RawOut, RawErrOut io.Writer
+	Version           string
+	Getwd             func() (string, error)
+	LookupEnv         func(string) (string, bool)
 }
 
 // NewFactory returns a Factory over the real process.
 func NewFactory() *Factory {
 	return &Factory{
-		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		In: os.Stdin, Out: printable(os.Stdout), ErrOut: printable(os.Stderr),
+		RawOut: os.Stdout, RawErrOut: os.Stderr,
 		Version:   Version,
 		Getwd:     os.Getwd,
 		LookupEnv: os.LookupEnv,
 	}
+}
+
+// printable is f through the sanitiser: SGR survives on a terminal,
+// nothing but text, tabs and newlines elsewhere.
+func printable(f *os.File) io.Writer {
+	_, isTerm := term.GetFdInfo(f)
+	return termsafe.NewWriter(f, termsafe.Mode{SGR: isTerm})
+}
+
+// raw returns stdout and stderr as they are (see RawOut).
+func (f *Factory) raw() (out, errOut io.Writer) {
+	out, errOut = f.RawOut, f.RawErrOut
+	if out == nil {
+		out = f.Out
+	}
+	if errOut == nil {
+		errOut = f.ErrOut
+	}
+	return out, errOut
+}
+
+// terminal is the writer the chat UI and an interactive shell draw on.
+func (f *Factory) terminal() io.Writer {
+	out, _ := f.raw()
+	return out
 }
 
 // ExitError ends the process with Code after its message (if any) is printed.

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
@@ -55,7 +56,7 @@ func NewCmdDoctor(f *Factory, sf *SandboxFlags, runF func(*DoctorOptions) error)
   workspace   a file written in the sandbox belongs to you
   container   the sandbox container is what shiro makes: your user, no
               capabilities, no-new-privileges, limits, /tmp limited
-  helper      the in-sandbox helper is read-only and not yours to replace
+  helper      the in-sandbox helper is read-only, unreadable to commands, its processes out of their reach
   git         the sandbox works on its own copy of .git (nothing it writes
               there reaches your repository) and cannot rename it away
   others      no other container (an older shiro's, someone's docker run)
@@ -363,7 +364,7 @@ func (d *doctor) checkWorkspace(ctx context.Context, sb sandbox.Sandbox, ws stri
 	_, _ = rand.Read(suffix[:])
 	name := ".shiro-doctor-" + hex.EncodeToString(suffix[:])
 	probe := filepath.Join(ws, name)
-	defer os.Remove(probe)
+	defer removeProbe(ws, name)
 	res, err := sb.Run(ctx, sandbox.Command{Shell: ": > " + name, Timeout: 30 * time.Second})
 	if errors.Is(err, sandbox.ErrNoShell) {
 		d.fail("workspace", "not checked: the image has no shell", "use an image with sh or bash")
@@ -393,6 +394,18 @@ func (d *doctor) checkWorkspace(ctx context.Context, sb sandbox.Sandbox, ws stri
 	}
 	d.ok("workspace", "files written in the sandbox belong to you (%d:%d)", me, myGID)
 	return true
+}
+
+// removeProbe removes the file name the sandbox wrote in the workspace ws,
+// through the workspace's write gate (the sandbox may have put anything
+// there since).
+func removeProbe(ws, name string) {
+	gate, err := hostwrite.Open(ws)
+	if err != nil {
+		return
+	}
+	defer gate.Close()
+	_ = gate.Remove(name)
 }
 
 // checkCopy checks a sandbox that works on a copy of the workspace: it

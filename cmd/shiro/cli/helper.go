@@ -16,7 +16,9 @@ func NewCmdHelper(f *Factory) *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			if code := copymode.HelperMain(args, f.In, f.Out, f.ErrOut); code != 0 {
+			// Its stdout is the sandbox's channel: byte for byte.
+			out, errOut := f.raw()
+			if code := copymode.HelperMain(args, f.In, out, errOut); code != 0 {
 				return errSilent(code)
 			}
 			return nil

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox/egress"
@@ -31,7 +32,7 @@ type headlessPrinter struct {
 }
 
 func newHeadlessPrinter(out, errOut io.Writer, asJSON bool) *headlessPrinter {
-	return &headlessPrinter{out: out, errOut: errOut, asJSON: asJSON, enc: json.NewEncoder(out), inputs: map[string]json.RawMessage{}, shown: map[string]bool{}}
+	return &headlessPrinter{out: out, errOut: errOut, asJSON: asJSON, enc: json.NewEncoder(termsafe.JSON(out)), inputs: map[string]json.RawMessage{}, shown: map[string]bool{}}
 }
 
 // network prints one connection of the sandbox: a "network" JSON event,
@@ -46,7 +47,7 @@ func (p *headlessPrinter) network(r egress.Record) {
 		}{"network", r})
 		return
 	}
-	line := fmt.Sprintf("[network] %s %s:%d (%s)", r.Decision, r.Host, r.Port, r.Rule)
+	line := fmt.Sprintf("[network] %s %s:%d (%s)", r.Decision, termsafe.Name(r.Host), r.Port, r.Rule)
 	if r.Decision == egress.DecisionAllow {
 		line += fmt.Sprintf(" %d bytes sent, %d received", r.Sent, r.Received)
 	}
@@ -105,10 +106,10 @@ func (p *headlessPrinter) toolLine(e agent.Event) {
 func compactJSON(raw json.RawMessage) string {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw)
+		return termsafe.Name(string(raw))
 	}
 	b, _ := json.Marshal(v)
-	return string(b)
+	return string(termsafe.EscapeJSON(b))
 }
 
 // copyChanges reports the sandbox's changes at the end of a copy-mode
@@ -142,20 +143,20 @@ func (p *headlessPrinter) copyChanges(ch workcopy.Changes, res *workcopy.Applied
 	if res == nil {
 		fmt.Fprintf(p.errOut, "[changes] %s in the sandbox's copy, not applied (run with --apply, or /apply in the chat UI)\n", ch.Stat())
 		for _, f := range ch.Files {
-			fmt.Fprintf(p.errOut, "  %-8s %s\n", f.Action, f.Path)
+			fmt.Fprintf(p.errOut, "  %-8s %s\n", f.Action, termsafe.Name(f.Path))
 		}
 	} else {
 		applied := workcopy.Changes{Files: res.Files}
 		fmt.Fprintf(p.errOut, "[applied] %s\n", applied.Stat())
 		for _, f := range res.Files {
-			fmt.Fprintf(p.errOut, "  %-8s %s\n", f.Action, f.Path)
+			fmt.Fprintf(p.errOut, "  %-8s %s\n", f.Action, termsafe.Name(f.Path))
 		}
 		for _, path := range sortedKeys(res.Skipped) {
-			fmt.Fprintf(p.errOut, "  skipped  %s: %s\n", path, res.Skipped[path])
+			fmt.Fprintf(p.errOut, "  skipped  %s: %s\n", termsafe.Name(path), res.Skipped[path])
 		}
 	}
 	for _, path := range ch.TooLarge {
-		fmt.Fprintf(p.errOut, "  too large to apply: %s\n", path)
+		fmt.Fprintf(p.errOut, "  too large to apply: %s\n", termsafe.Name(path))
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/orchestrator/checkpoint"
+	"github.com/shiroagent/shiro/orchestrator/workcopy"
+	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
 // The headless stderr lines (spec §18): every call gets its [tool] line,
@@ -44,4 +47,45 @@ line three
 	if out.String() != "ok\n" {
 		t.Errorf("stdout %q", out.String())
 	}
+}
+
+// TestHeadlessPrinterNames: a name the sandbox chose is quoted when it
+// holds a control character; the [tool] line and --json escape what a
+// terminal would act on, and --json keeps the exact text.
+func TestHeadlessPrinterNames(t *testing.T) {
+	t.Run("a host and paths with escapes are quoted", func(t *testing.T) {
+		var out, errOut strings.Builder
+		p := newHeadlessPrinter(&out, &errOut, false)
+		p.network(egress.Record{Host: "evil\x1b]2;t\x07.example", Port: 80, Decision: egress.DecisionDeny, Rule: "no rule"})
+		p.copyChanges(workcopy.Changes{Files: []checkpoint.FileChange{{Path: "a\x1b[2Jb.txt", Action: checkpoint.Created}}}, nil)
+		for _, want := range []string{`[network] deny "evil\x1b]2;t\a.example":80`, `"a\x1b[2Jb.txt"`} {
+			if !strings.Contains(errOut.String(), want) {
+				t.Errorf("stderr lacks %s:\n%s", want, errOut.String())
+			}
+		}
+	})
+	t.Run("the tool line escapes C1 and DEL", func(t *testing.T) {
+		var out, errOut strings.Builder
+		p := newHeadlessPrinter(&out, &errOut, false)
+		p.event(agent.Event{Type: agent.EventToolCall, ID: "c1", Name: "bash", Input: json.RawMessage("{\"command\":\"echo \u009b2J\x7f\"}")})
+		if want := `[tool] bash {"command":"echo \u009b2J\u007f"}` + "\n"; errOut.String() != want {
+			t.Errorf("stderr %q, want %q", errOut.String(), want)
+		}
+	})
+	t.Run("json keeps the text exactly, escaped", func(t *testing.T) {
+		var out, errOut strings.Builder
+		p := newHeadlessPrinter(&out, &errOut, true)
+		text := "a\x1b]52;c;AA\x07\u009b2J\u202eb"
+		p.event(agent.Event{Type: agent.EventText, Text: text})
+		line := out.String()
+		for i := 0; i < len(line)-1; i++ {
+			if c := line[i]; c < 0x20 || c == 0x7f || c == 0xc2 && line[i+1] < 0xa0 || c == 0xe2 && strings.HasPrefix(line[i:], "\u202e") {
+				t.Fatalf("raw control in the JSON line at %d: %q", i, line)
+			}
+		}
+		var ev agent.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Text != text {
+			t.Errorf("decoded %q (%v), want %q", ev.Text, err, text)
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/moby/term"
 	"github.com/spf13/cobra"
 
+	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
@@ -97,7 +98,7 @@ func newCmdSandboxLs(f *Factory, sf *SandboxFlags) *cobra.Command {
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(f.Out)
+				enc := json.NewEncoder(termsafe.JSON(f.Out))
 				enc.SetIndent("", "  ")
 				if cl == nil {
 					return enc.Encode(list)
@@ -119,9 +120,9 @@ func newCmdSandboxLs(f *Factory, sf *SandboxFlags) *cobra.Command {
 			fmt.Fprintln(tw, "WORKSPACE\tCONTAINER\tIMAGE\tSTATE\tCREATED\tLAST USED")
 			gone := func(ws string, orphaned bool) string {
 				if orphaned {
-					return ws + " (gone)"
+					return termsafe.Name(ws) + " (gone)"
 				}
-				return ws
+				return termsafe.Name(ws)
 			}
 			for _, c := range list {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", gone(c.Workspace, c.Orphaned), c.Container, c.Image, c.State, ago(c.Created), ago(c.LastUsed))
@@ -189,7 +190,7 @@ func newCmdSandboxStop(f *Factory, sf *SandboxFlags, remove bool) *cobra.Command
 				for _, c := range list {
 					if remove || c.State == "running" {
 						ids = append(ids, c.ID)
-						fmt.Fprintf(f.ErrOut, "%s %s (%s)\n", verb, c.Container, c.Workspace)
+						fmt.Fprintf(f.ErrOut, "%s %s (%s)\n", verb, c.Container, termsafe.Name(c.Workspace))
 					}
 				}
 				n += len(ids)
@@ -210,7 +211,7 @@ func newCmdSandboxStop(f *Factory, sf *SandboxFlags, remove bool) *cobra.Command
 				for _, p := range pods {
 					if remove || p.State == kube.StateRunning || p.State == kube.StatePending {
 						names = append(names, p.Pod)
-						fmt.Fprintf(f.ErrOut, "%s pod %s/%s (%s)\n", verb, p.Namespace, p.Pod, p.Workspace)
+						fmt.Fprintf(f.ErrOut, "%s pod %s/%s (%s)\n", verb, p.Namespace, p.Pod, termsafe.Name(p.Workspace))
 					}
 				}
 				n += len(names)
@@ -257,7 +258,7 @@ func newCmdSandboxPrune(f *Factory, sf *SandboxFlags) *cobra.Command {
 				defer eng.Close()
 				rep, err := eng.Prune(cmd.Context(), dryRun)
 				for _, c := range rep.Containers {
-					fmt.Fprintf(f.Out, "%s container %s (%s, %s)\n", verb, c.Container, c.Workspace, c.State)
+					fmt.Fprintf(f.Out, "%s container %s (%s, %s)\n", verb, c.Container, termsafe.Name(c.Workspace), c.State)
 				}
 				for _, v := range rep.Volumes {
 					fmt.Fprintf(f.Out, "%s volume %s\n", verb, v)
@@ -268,7 +269,7 @@ func newCmdSandboxPrune(f *Factory, sf *SandboxFlags) *cobra.Command {
 			if cl != nil {
 				rep, err := cl.Prune(cmd.Context(), dryRun)
 				for _, p := range rep.Pods {
-					fmt.Fprintf(f.Out, "%s pod %s/%s (%s, %s)\n", verb, p.Namespace, p.Pod, p.Workspace, p.State)
+					fmt.Fprintf(f.Out, "%s pod %s/%s (%s, %s)\n", verb, p.Namespace, p.Pod, termsafe.Name(p.Workspace), p.State)
 				}
 				for _, c := range rep.Claims {
 					fmt.Fprintf(f.Out, "%s claim %s/%s\n", verb, cl.Namespace(), c)
@@ -320,6 +321,8 @@ func newCmdSandboxShell(f *Factory, sf *SandboxFlags) *cobra.Command {
 			inFd, isTerm := term.GetFdInfo(f.In)
 			opts := sandbox.ShellOptions{In: f.In, Out: f.Out, Term: os.Getenv("TERM")}
 			if isTerm {
+				// An interactive shell draws on the terminal as it is.
+				opts.Out = f.terminal()
 				state, err := term.SetRawTerminal(inFd)
 				if err != nil {
 					return fmt.Errorf("make the terminal raw: %w", err)

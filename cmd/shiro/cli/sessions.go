@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/store"
 )
@@ -34,7 +35,7 @@ func NewCmdSessions(f *Factory) *cobra.Command {
 			tw := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tUPDATED\tMESSAGES\tDIRECTORY\tTITLE")
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.ID[:8], ago(r.UpdatedAt), r.MessageCount, r.Cwd, r.Title)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.ID[:8], ago(r.UpdatedAt), r.MessageCount, termsafe.Name(r.Cwd), r.Title)
 			}
 			return tw.Flush()
 		},

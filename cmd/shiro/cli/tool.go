@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -80,8 +81,13 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 		return fmt.Errorf("open the workspace: %w", err)
 	}
 	defer root.Close()
+	gate, err := hostwrite.New(root, ws)
+	if err != nil {
+		return err
+	}
+	defer gate.Close()
 	sc := f.sandboxConfig(cfg, paths, ws, opts.Sandbox)
-	runner, err := orchestrator.NewToolRunner(sc, paths.DataDir, root, func(_ string, chunk []byte) {
+	runner, err := orchestrator.NewToolRunner(sc, paths.DataDir, root, gate, func(_ string, chunk []byte) {
 		f.ErrOut.Write(chunk) //nolint:errcheck // live output is best effort
 	})
 	if err != nil {

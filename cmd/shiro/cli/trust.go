@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/trust"
 )
@@ -112,7 +113,7 @@ func runTrust(f *Factory, opts *TrustOptions) error {
 			fmt.Fprintln(f.Out, "No trusted workspaces.")
 		}
 		for _, e := range entries {
-			fmt.Fprintf(f.Out, "%s  (trusted %s)\n", e.Workspace, e.At.Format("2006-01-02 15:04"))
+			fmt.Fprintf(f.Out, "%s  (trusted %s)\n", termsafe.Name(e.Workspace), e.At.Format("2006-01-02 15:04"))
 			for _, a := range e.Asks {
 				fmt.Fprintf(f.Out, "  %s\n", a)
 			}

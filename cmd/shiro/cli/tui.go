@@ -30,7 +30,7 @@ func (f *Factory) askTrust(cfg *config.Config, paths config.Paths, ws string, sf
 	for _, a := range state.Asks {
 		q.Asks = append(q.Asks, a.String())
 	}
-	choice, err := tui.AskTrust(f.In, f.Out, q)
+	choice, err := tui.AskTrust(f.In, f.terminal(), q)
 	if errors.Is(err, tui.ErrTrustAborted) {
 		return errSilent(130)
 	}
@@ -96,7 +96,7 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 		InstructionsRefused: instructions.Notices,
 		Prompt:              opts.Prompt,
 		Input:               f.In,
-		Output:              f.Out,
+		Output:              f.terminal(),
 	})
 	if err != nil {
 		return err

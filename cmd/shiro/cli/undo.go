@@ -12,6 +12,8 @@ import (
 	"github.com/moby/term"
 	"github.com/spf13/cobra"
 
+	"github.com/shiroagent/shiro/internal/hostwrite"
+	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
@@ -107,7 +109,12 @@ func runUndo(cmd *cobra.Command, f *Factory, opts *UndoOptions) error {
 		return fmt.Errorf("open the workspace: %w", err)
 	}
 	defer root.Close()
-	st, err := orchestrator.OpenCheckpoints(paths.DataDir, ws, root)
+	gate, err := hostwrite.New(root, ws)
+	if err != nil {
+		return err
+	}
+	defer gate.Close()
+	st, err := orchestrator.OpenCheckpoints(paths.DataDir, ws, root, gate)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
@@ -130,7 +137,7 @@ func runUndo(cmd *cobra.Command, f *Factory, opts *UndoOptions) error {
 	if len(plan.UserChanged) > 0 && !opts.Yes {
 		fmt.Fprintf(f.ErrOut, "These files changed after the turn ended:\n")
 		for _, p := range plan.UserChanged {
-			fmt.Fprintf(f.ErrOut, "  %s\n", p)
+			fmt.Fprintf(f.ErrOut, "  %s\n", termsafe.Name(p))
 		}
 		if _, isTerm := term.GetFdInfo(f.In); isTerm {
 			fmt.Fprintf(f.ErrOut, "Overwrite them too? [y/N] ")
@@ -146,10 +153,10 @@ func runUndo(cmd *cobra.Command, f *Factory, opts *UndoOptions) error {
 		return &ExitError{Code: 1, Err: fmt.Errorf("undo: %w", err)}
 	}
 	for _, c := range done {
-		fmt.Fprintf(f.Out, "%s %s\n", undoVerb(c), c.Path)
+		fmt.Fprintf(f.Out, "%s %s\n", undoVerb(c), termsafe.Name(c.Path))
 	}
 	for _, p := range plan.Unrestorable {
-		fmt.Fprintf(f.ErrOut, "[notice] %s changed but is over 10 MiB and was not recorded: not restored\n", p)
+		fmt.Fprintf(f.ErrOut, "[notice] %s changed but is over 10 MiB and was not recorded: not restored\n", termsafe.Name(p))
 	}
 	msgs, ok := orchestrator.Rewind(rec.Messages, plan)
 	if ok {
@@ -180,7 +187,7 @@ func printTurns(f *Factory, rec store.Record, turns []orchestrator.TurnInfo, asJ
 		if turns == nil {
 			turns = []orchestrator.TurnInfo{}
 		}
-		enc := json.NewEncoder(f.Out)
+		enc := json.NewEncoder(termsafe.JSON(f.Out))
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Session string                  `json:"session"`
@@ -199,7 +206,7 @@ func printTurns(f *Factory, rec store.Record, turns []orchestrator.TurnInfo, asJ
 			if len(c.Tools) > 0 {
 				by = " (" + strings.Join(c.Tools, ", ") + ")"
 			}
-			fmt.Fprintf(f.Out, "    %-8s %s%s\n", c.Action, c.Path, by)
+			fmt.Fprintf(f.Out, "    %-8s %s%s\n", c.Action, termsafe.Name(c.Path), by)
 		}
 	}
 	return nil
