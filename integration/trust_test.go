@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -402,5 +403,117 @@ func TestTrustTUIForm(t *testing.T) {
 		t.Errorf("/context does not name the instruction file:\n%s", scr)
 	}
 	s.dismiss("pruning threshold")
+	s.quit()
+}
+
+// sourcingServer makes the project config of a server that runs
+// .shiro/srv.sh, which sources .shiro/lib.sh; lib.sh writes
+// started-<marker> in the workspace before the server starts.
+func sourcingServer(t *testing.T, write func(path, content string, mode os.FileMode), ws, marker string) {
+	t.Helper()
+	bin := filepath.Join(ws, ".bin", "mcpecho")
+	write(bin, "", 0o755)
+	copyFile(t, mcpecho(t), bin, 0o755)
+	write(filepath.Join(ws, ".shiro", "config.json"), `{"mcpServers": {"srv": {"command": "sh", "args": [".shiro/srv.sh"]}}}`, 0o644)
+	write(filepath.Join(ws, ".shiro", "srv.sh"), ". .shiro/lib.sh\nexec .bin/mcpecho\n", 0o644)
+	setMarker(write, ws, marker)
+}
+
+func setMarker(write func(path, content string, mode os.FileMode), ws, marker string) {
+	write(filepath.Join(ws, ".shiro", "lib.sh"), "touch started-"+marker+"\n", 0o644)
+}
+
+// TestTrustCoversWhatTheServerRuns: the trust of a server covers the
+// script its command line names and the file beside it that the script
+// sources. When the sourced file changes after the trust, neither shiro
+// -p nor shiro doctor starts the server, and both say what changed, until
+// the user trusts again; the chat UI asks before anything starts.
+func TestTrustCoversWhatTheServerRuns(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	testenv.RequireImage(t, h.api)
+	ws := h.workspace("trust-files")
+	sourcingServer(t, h.writeOwned, ws, "one")
+	ask := func(args ...string) result {
+		srv := fakemodel.New(t, fakemodel.Reply{Text: "It is a test."})
+		return h.shiro(ws, providers[0].env(srv.URL), append([]string{"-p", "--yolo"}, args...)...)
+	}
+	res := h.shiro(ws, nil, "trust")
+	if res.code != 0 {
+		t.Fatalf("shiro trust: %d %s", res.code, res.stderr)
+	}
+	mustContain(t, "shiro trust", res.stdout, "also covers the workspace files it may run, as they are now: ", ".shiro/lib.sh", ".shiro/srv.sh")
+	if res = ask("what does this project do?"); res.code != 0 || !exists(filepath.Join(ws, "started-one")) {
+		t.Fatalf("the trusted server did not start: %d\n%s", res.code, res.stderr)
+	}
+
+	// The sandbox, a pull or an attacker edits the sourced file.
+	setMarker(h.writeOwned, ws, "two")
+	const changed = "changed since you trusted it: .shiro/lib.sh of MCP server srv"
+	res = ask("and now?")
+	mustContain(t, "stderr", res.stderr,
+		"[notice] trust: the project's asks changed since you trusted this workspace:",
+		"[notice] trust:   "+changed,
+		"[notice] trust: skipped MCP server srv")
+	if exists(filepath.Join(ws, "started-two")) {
+		t.Fatal("shiro -p started the server after its sourced file changed")
+	}
+	res = h.shiro(ws, nil, "doctor")
+	mustContain(t, "doctor", res.stdout, "not trusted: the project's asks changed since you trusted it", changed)
+	if exists(filepath.Join(ws, "started-two")) {
+		t.Fatal("shiro doctor started the server after its sourced file changed")
+	}
+
+	// Trusted again, it runs.
+	if res = h.shiro(ws, nil, "trust"); res.code != 0 {
+		t.Fatalf("shiro trust: %d %s", res.code, res.stderr)
+	}
+	mustContain(t, "shiro trust", res.stdout, "Changed since you last trusted it:", changed)
+	if res = ask("once more"); strings.Contains(res.stderr, "trust: skipped") || !exists(filepath.Join(ws, "started-two")) {
+		t.Fatalf("the trusted-again server did not start:\n%s", res.stderr)
+	}
+}
+
+// TestTrustChangedFileAsksInTheChatUI: in the chat UI, a server whose
+// script changed since the trust is asked about again, naming the file,
+// and answering no starts the session without it.
+func TestTrustChangedFileAsksInTheChatUI(t *testing.T) {
+	t.Parallel()
+	_, ws := tuiSetup(t)
+	write := func(p, content string, mode os.FileMode) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sourcingServer(t, write, ws, "one")
+	srv := fakemodel.New(t, fakemodel.Reply{Text: "Nothing to do."})
+	env := append(headlessEnv(t, providers[0], srv.URL), "TERM=xterm-256color")
+	trust := exec.Command(testenv.Binary(t), "trust")
+	trust.Dir, trust.Env = ws, append(os.Environ(), env...)
+	if out, err := trust.CombinedOutput(); err != nil {
+		t.Fatalf("shiro trust: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(ws, ".shiro", "srv.sh"), []byte(". .shiro/lib.sh\n: changed\nexec .bin/mcpecho\n"), 0o644)
+
+	s := newTmux(t, ws, tuiWidth, tuiHeight, env, testenv.Binary(t))
+	s.run("set-option", "-t", s.name, "remain-on-exit", "on")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screen at the end:\n%s", s.screen())
+		}
+	})
+	s.waitForText(time.Minute, "Changed since you trusted it:", "changed since you trusted it: .shiro/srv.sh of MCP server srv")
+	if exists(filepath.Join(ws, "started-one")) {
+		t.Fatal("the server started while the question waited")
+	}
+	s.run("send-keys", "-t", s.name, "Down", "Down", "Enter") // "No (start without them)"
+	s.waitFor("sandbox ready", 2*time.Minute)
+	if exists(filepath.Join(ws, "started-one")) {
+		t.Fatal("the server started after the answer no")
+	}
 	s.quit()
 }

@@ -157,7 +157,7 @@ func Check(s *Store, ws string, asks []Ask, flag bool, patterns []string, home s
 	if err != nil || !ok {
 		return st, err
 	}
-	if e.Hash == Hash(asks) {
+	if e.Covers(asks) {
 		st.Trusted, st.By = true, "remembered"
 		return st, nil
 	}

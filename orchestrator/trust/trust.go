@@ -43,6 +43,11 @@ type Ask struct {
 	// cwd and env), or the image and how it is made (the Dockerfile or
 	// devcontainer.json path, its base images). The hash covers it.
 	What string `json:"what"`
+	// Files are the workspace files the ask may run, each with a hash of
+	// its content (files.go says which): the command line is not all that
+	// runs. They are compared file by file (fileChanges), not hashed with
+	// the rest: a file that is gone changes nothing.
+	Files map[string]string `json:"files,omitempty"`
 	// Note adds what the user's own settings decide (the network a build
 	// gets); it is shown but not hashed: it is not the project's to change.
 	Note string `json:"-"`
@@ -58,6 +63,20 @@ func (a Ask) String() string {
 		s += " (" + a.Note + ")"
 	}
 	return s
+}
+
+// Covered says which workspace files the trust of a covers, or "" when
+// none: "also covers the files it may run, as they are now: a, b, 3 more".
+func (a Ask) Covered() string {
+	if len(a.Files) == 0 {
+		return ""
+	}
+	files := make([]string, 0, len(a.Files))
+	for f := range a.Files {
+		files = append(files, f)
+	}
+	slices.Sort(files)
+	return "also covers the workspace files it may run, as they are now: " + fileList(files)
 }
 
 // key identifies the ask across changes.
@@ -87,7 +106,7 @@ func ProjectAsks(cfg config.Config, ws string) []Ask {
 		if err != nil || c.Command == "" {
 			continue // a bad entry or a remote server: neither ever starts
 		}
-		asks = append(asks, Ask{Kind: KindMCP, Name: n, What: CommandLine(c)})
+		asks = append(asks, Ask{Kind: KindMCP, Name: n, What: CommandLine(c), Files: mcpFiles(ws, c)})
 	}
 	if cfg.Sandbox.ImageFromProject && cfg.Sandbox.Image != "" {
 		asks = append(asks, imageAsk(cfg, ws))
@@ -123,6 +142,9 @@ func imageAsk(cfg config.Config, ws string) Ask {
 		a.Note = "network " + net + "; its RUN steps run as root inside the build"
 	default:
 		fmt.Fprintf(&b, "run the image %s named by %s (pulled if missing)", plan.Ref, docker.ShownPath(ws, plan.Source))
+	}
+	if plan.Dockerfile != "" {
+		a.Files = buildFiles(ws, plan.Source, plan.Dockerfile)
 	}
 	if err != nil {
 		if b.Len() == 0 {
@@ -200,9 +222,12 @@ func shellQuote(s string) string {
 }
 
 // Hash is the hash of the asks a decision is kept under (order does not
-// matter; notes are not part of it).
+// matter; notes and files are not part of it: Covers compares the files).
 func Hash(asks []Ask) string {
 	sorted := slices.Clone(asks)
+	for i := range sorted {
+		sorted[i].Files = nil
+	}
 	slices.SortFunc(sorted, func(a, b Ask) int { return strings.Compare(a.key(), b.key()) })
 	data, _ := json.Marshal(sorted)
 	sum := sha256.Sum256(data)
@@ -214,6 +239,26 @@ type Change struct {
 	Added, Removed []Ask
 	// Changed pairs the old ask with the new one.
 	Changed [][2]Ask
+	// Files are the asks whose command line is the same but whose files
+	// changed or are new.
+	Files []FileChange
+}
+
+// FileChange is an ask whose files differ from the trusted ones.
+type FileChange struct {
+	Ask Ask
+	// Changed are files whose content differs; Added ones the trust did
+	// not cover (new files, or a trust from before shiro covered files).
+	Changed, Added []string
+}
+
+// Covers reports whether the decision e holds for asks: the same asks,
+// and no file of theirs changed or new since.
+func (e Entry) Covers(asks []Ask) bool {
+	if e.Hash != Hash(asks) {
+		return false
+	}
+	return len(Diff(e.Asks, asks).Files) == 0
 }
 
 // Lines describe the change, one line each.
@@ -226,6 +271,18 @@ func (c Change) Lines() []string {
 		}
 		out = append(out, fmt.Sprintf("changed %s: was %s, now %s", what, p[0].What, p[1].What))
 	}
+	for _, f := range c.Files {
+		what := "MCP server " + visible(f.Ask.Name)
+		if f.Ask.Kind == KindImage {
+			what = "image"
+		}
+		if len(f.Changed) > 0 {
+			out = append(out, fmt.Sprintf("changed since you trusted it: %s of %s", fileList(f.Changed), what))
+		}
+		if len(f.Added) > 0 {
+			out = append(out, fmt.Sprintf("not covered when you trusted it: %s of %s", fileList(f.Added), what))
+		}
+	}
 	for _, a := range c.Added {
 		out = append(out, "new "+a.String())
 	}
@@ -233,6 +290,21 @@ func (c Change) Lines() []string {
 		out = append(out, "gone "+a.String())
 	}
 	return out
+}
+
+// fileList names files (at most five, then how many more), quoted when
+// a name holds what a terminal would not show.
+func fileList(files []string) string {
+	const show = 5
+	var names []string
+	for i, f := range files {
+		if i == show {
+			names = append(names, fmt.Sprintf("%d more", len(files)-show))
+			break
+		}
+		names = append(names, visible(f))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Diff compares the asks trusted before with the current ones.
@@ -249,6 +321,10 @@ func Diff(before, now []Ask) Change {
 			c.Added = append(c.Added, a)
 		case o.What != a.What:
 			c.Changed = append(c.Changed, [2]Ask{o, a})
+		default:
+			if ch, add := fileChanges(o, a); len(ch)+len(add) > 0 {
+				c.Files = append(c.Files, FileChange{Ask: a, Changed: ch, Added: add})
+			}
 		}
 		delete(old, a.key())
 	}

