@@ -83,9 +83,9 @@ func TestTUIAsksForANewHost(t *testing.T) {
 	s.waitFor("sandbox ready", 2*time.Minute)
 	s.waitFor("network: ask", 5*time.Second)
 	s.keys("fetch the page", true)
-	scr := s.waitFor("bash wants to connect to "+ip+":8080", 30*time.Second)
+	scr := s.waitFor("the sandbox wants to connect to "+ip+":8080", 30*time.Second)
 	scr = s.waitFor("y allow once | a always for this project | n deny | d always deny", 5*time.Second)
-	for _, want := range []string{"host " + ip + ", port 8080", "tool call net_b1: curl -sS -m 100 http://" + ip + ":8080/",
+	for _, want := range []string{"host " + ip + ", port 8080", "running now (any process in the sandbox may be the one asking):", "bash: curl -sS -m 100 http://" + ip + ":8080/ (tool call net_b1)",
 		"Allow once", "Always allow " + ip + ":8080 for this project", "Deny", "Always deny " + ip + ":8080 for this project"} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("the form lacks %q:\n%s", want, scr)
@@ -98,7 +98,7 @@ func TestTUIAsksForANewHost(t *testing.T) {
 	}
 
 	s.keys("and the other port", true)
-	s.waitFor("bash wants to connect to "+ip+":8081", 30*time.Second)
+	s.waitFor("the sandbox wants to connect to "+ip+":8081", 30*time.Second)
 	s.waitFor("y allow once | a always for this project", 5*time.Second)
 	s.keys("n", false)
 	s.waitFor("That one was refused.", 30*time.Second)

@@ -8,6 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
@@ -95,22 +96,15 @@ func (h *hostPrompt) update(*Model, tea.Msg) tea.Cmd { return nil }
 func (h *hostPrompt) view(m *Model, width, height int) []string {
 	inner := max(width-4, 10)
 	r := h.msg.req
-	tool := r.Caller.Tool
-	if tool == "" {
-		tool = "a command"
-	}
-	body := []string{m.st.warn.Bold(true).Render(cut(tool+" wants to connect to "+hostPort(r.Host, r.Port), inner))}
+	// Which process asks is not known (egress.Request): the form names the
+	// commands running now, which the host knows, not the one the
+	// connection claims to be.
+	body := []string{m.st.warn.Bold(true).Render(cut("the sandbox wants to connect to "+hostPort(r.Host, r.Port), inner))}
 	lines := []string{fmt.Sprintf("host %s, port %d", r.Host, r.Port)}
 	if r.Addr.IsValid() && r.Addr.String() != r.Host {
 		lines[0] += ", address " + r.Addr.String()
 	}
-	if r.Caller.ID != "" {
-		call := "tool call " + r.Caller.ID
-		if r.Caller.Summary != "" {
-			call += ": " + r.Caller.Summary
-		}
-		lines = append(lines, call)
-	}
+	lines = append(lines, runningLines(r.Running)...)
 	for _, l := range lines {
 		body = append(body, rows(inner, m.st.dim.Render(clean(l)))...)
 	}
@@ -118,6 +112,32 @@ func (h *hostPrompt) view(m *Model, width, height int) []string {
 	body = append(body, h.pick.view(m.st, inner, max(height-3-len(body), 3))...)
 	box := m.st.approvalBox.Width(max(width-2, 10)).Render(strings.Join(body, "\n"))
 	return append(strings.Split(box, "\n"), m.guardHelp(h.help(), width))
+}
+
+// runningLines say which commands run while a connection is asked for:
+// any process of the sandbox may be the one asking, so none is named as
+// the asker.
+func runningLines(running []sandbox.Caller) []string {
+	const show = 3
+	if len(running) == 0 {
+		return []string{"no command is running: a process an earlier command left behind asks"}
+	}
+	lines := []string{"running now (any process in the sandbox may be the one asking):"}
+	for i, c := range running {
+		if i == show {
+			lines = append(lines, fmt.Sprintf("  and %d more", len(running)-show))
+			break
+		}
+		call := "  " + c.Tool
+		if c.Summary != "" {
+			call += ": " + c.Summary
+		}
+		if c.ID != "" {
+			call += " (tool call " + c.ID + ")"
+		}
+		lines = append(lines, call)
+	}
+	return lines
 }
 
 // showHostAsk opens the form for a connection (or queues it).

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -47,11 +48,19 @@ type Record struct {
 }
 
 // Request is a connection the policy does not decide, put to the user.
+//
+// It does not say which command asks: the token a connection presents is
+// in every command's environment, which any process of the sandbox's user
+// can read (/proc/<pid>/environ), so a process an earlier command left
+// behind can present the token of the command running now. What the host
+// knows of its own is which commands are running when the connection
+// comes: Running, oldest first. (Records keep the token's tool call, as
+// the connection claimed it: docs/network.md.)
 type Request struct {
-	Host   string
-	Port   int
-	Addr   netip.Addr
-	Caller sandbox.Caller
+	Host    string
+	Port    int
+	Addr    netip.Addr
+	Running []sandbox.Caller
 }
 
 // Answer is the user's answer to a Request.
@@ -114,12 +123,14 @@ type Proxy struct {
 	mu      sync.Mutex
 	policy  Policy
 	callers map[string]*registered
+	seq     uint64
 }
 
 // registered is a command's token: its tool call and the refusals its
 // connections met.
 type registered struct {
 	caller  sandbox.Caller
+	seq     uint64 // order of registration
 	refused []string
 }
 
@@ -249,8 +260,9 @@ func (p *Proxy) Register(c sandbox.Caller) (token string, release func() []strin
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	token = hex.EncodeToString(b[:])
-	reg := &registered{caller: c}
 	p.mu.Lock()
+	p.seq++
+	reg := &registered{caller: c, seq: p.seq}
 	p.callers[token] = reg
 	p.mu.Unlock()
 	return token, func() []string {
@@ -277,6 +289,23 @@ func (p *Proxy) caller(r *http.Request) sandbox.Caller {
 		return sandbox.Caller{}
 	}
 	return reg.caller
+}
+
+// running lists the tool calls of the commands registered now, oldest
+// first.
+func (p *Proxy) running() []sandbox.Caller {
+	p.mu.Lock()
+	regs := make([]*registered, 0, len(p.callers))
+	for _, r := range p.callers {
+		regs = append(regs, r)
+	}
+	p.mu.Unlock()
+	slices.SortFunc(regs, func(a, b *registered) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]sandbox.Caller, len(regs))
+	for i, r := range regs {
+		out[i] = r.caller
+	}
+	return out
 }
 
 func (p *Proxy) lookup(token string) *registered {
@@ -407,7 +436,7 @@ func (p *Proxy) decide(ctx context.Context, token, hostport string) (allowed, er
 			return deny("no rule allows it and nobody can be asked")
 		}
 		actx, cancel := context.WithTimeout(ctx, p.cfg.AskTimeout)
-		ans := p.cfg.Ask(actx, Request{Host: host, Port: port, Addr: d.Addr, Caller: c})
+		ans := p.cfg.Ask(actx, Request{Host: host, Port: port, Addr: d.Addr, Running: p.running()})
 		timedOut := actx.Err() != nil && ctx.Err() == nil
 		cancel()
 		switch ans {

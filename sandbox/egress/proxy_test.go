@@ -274,7 +274,7 @@ func TestProxyAsks(t *testing.T) {
 			if len(asked) != tt.wantAsked {
 				t.Fatalf("asked %d times, want %d", len(asked), tt.wantAsked)
 			}
-			if r := asked[0]; r.Host != "api.example.test" || r.Port != 8080 || r.Caller.ID != "call_9" || r.Caller.Summary != "curl api" {
+			if r := asked[0]; r.Host != "api.example.test" || r.Port != 8080 || len(r.Running) != 1 || r.Running[0].ID != "call_9" || r.Running[0].Summary != "curl api" {
 				t.Errorf("asked %+v", r)
 			}
 			if tt.remembered != "" && (len(remembered) != 1 || remembered[0] != tt.remembered+" api.example.test:8080") {
@@ -328,5 +328,53 @@ func TestProxyHeadlessDeniesUnknown(t *testing.T) {
 	recs := h.wait(t, 1)
 	if recs[0].Decision != DecisionDeny || !strings.Contains(recs[0].Error, "shiro's network policy refused unknown.example.test:443") {
 		t.Errorf("record %+v", recs[0])
+	}
+}
+
+// TestProxyAskNamesWhatRunsNotTheToken: a process left behind by an
+// ended command, holding the token of the command running now (read from
+// its /proc/<pid>/environ), makes a connection. The ask says which
+// commands run, oldest first, and nothing in it takes the token's word
+// for who asks; after every command ended it says none runs.
+func TestProxyAskNamesWhatRunsNotTheToken(t *testing.T) {
+	leakCheck(t)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer backend.Close()
+	bhp, _ := hostport(t, backend.URL)
+	var mu sync.Mutex
+	var asked []Request
+	h := newHarness(t, Config{Ask: func(ctx context.Context, r Request) Answer {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, r)
+		return Deny
+	}})
+	publicName(h, "exfil.example.test", bhp)
+	approved := sandbox.Caller{ID: "call_ok", Tool: "bash", Summary: "npm test"}
+	other := sandbox.Caller{ID: "call_2", Tool: "bash", Summary: "make"}
+	leftover, releaseApproved := h.clientAndRelease(t, approved) // the token the leftover process read
+	_, releaseOther := h.clientAndRelease(t, other)
+	get := func() {
+		t.Helper()
+		resp, err := leftover.Get("http://exfil.example.test:8080/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	get()
+	releaseApproved()
+	releaseOther()
+	get()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 {
+		t.Fatalf("asked %d times", len(asked))
+	}
+	if got := asked[0].Running; len(got) != 2 || got[0] != approved || got[1] != other {
+		t.Errorf("running while both ran: %+v", got)
+	}
+	if got := asked[1].Running; len(got) != 0 {
+		t.Errorf("running after both ended: %+v", got)
 	}
 }

@@ -1,0 +1,41 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/egress"
+)
+
+// TestHostAskNamesNoAsker: the form for a connection says which commands
+// run now, and says any process in the sandbox may be the one asking; it
+// never names a command as the asker (the proxy token is not proof).
+func TestHostAskNamesNoAsker(t *testing.T) {
+	f := newFixture(t, 100)
+	running := []sandbox.Caller{
+		{ID: "call_ok", Tool: "bash", Summary: "npm test"},
+		{ID: "call_2", Tool: "bash", Summary: "make"},
+	}
+	f.m.Update(hostAskMsg{id: 1, req: egress.Request{Host: "exfil.example", Port: 443, Running: running}, reply: make(chan egress.Answer, 1)})
+	v := f.view()
+	for _, want := range []string{
+		"the sandbox wants to connect to exfil.example:443",
+		"running now (any process in the sandbox may be the one asking):",
+		"bash: npm test (tool call call_ok)",
+		"bash: make (tool call call_2)",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the form lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "bash wants to connect") {
+		t.Errorf("the form names a command as the asker:\n%s", v)
+	}
+
+	g := newFixture(t, 100)
+	g.m.Update(hostAskMsg{id: 2, req: egress.Request{Host: "exfil.example", Port: 443}, reply: make(chan egress.Answer, 1)})
+	if v := g.view(); !strings.Contains(v, "no command is running: a process an earlier command left behind asks") {
+		t.Errorf("with nothing running:\n%s", v)
+	}
+}
