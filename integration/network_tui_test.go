@@ -17,13 +17,16 @@ import (
 
 // remoteServer starts an HTTP server the policy sees as an ordinary host:
 // a container on a Docker network of its own whose subnet is neither
-// private nor this machine's (198.18.0.0/15, the benchmarking range). It
-// answers every request with answer. It returns the server's address.
+// private, reserved nor this machine's (a /28 of the documentation ranges
+// 192.0.2.0/24, 198.51.100.0/24 and 203.0.113.0/24, which nothing on the
+// internet uses either). It answers every request with answer. It returns
+// the server's address.
 func remoteServer(t *testing.T, answer string) string {
 	t.Helper()
-	n, _ := rand.Int(rand.Reader, big.NewInt(250))
-	third := int(n.Int64()) + 2
-	name := fmt.Sprintf("shiro-egress-test-%d-%d", third, time.Now().UnixNano()%100000)
+	n, _ := rand.Int(rand.Reader, big.NewInt(48))
+	nets := []string{"192.0.2", "198.51.100", "203.0.113"}
+	prefix, low := nets[n.Int64()/16], int(n.Int64()%16)*16
+	name := fmt.Sprintf("shiro-egress-test-%d-%d", n.Int64(), time.Now().UnixNano()%100000)
 	docker := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command("docker", args...).CombinedOutput()
@@ -32,9 +35,9 @@ func remoteServer(t *testing.T, answer string) string {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	docker("network", "create", "--subnet", fmt.Sprintf("198.18.%d.0/24", third), name)
+	docker("network", "create", "--subnet", fmt.Sprintf("%s.%d/28", prefix, low), name)
 	t.Cleanup(func() { _ = exec.Command("docker", "network", "rm", name).Run() })
-	ip := fmt.Sprintf("198.18.%d.10", third)
+	ip := fmt.Sprintf("%s.%d", prefix, low+10)
 	script := `use IO::Socket::INET; my $s = IO::Socket::INET->new(LocalPort => 8080, Listen => 5, ReuseAddr => 1) or die "listen: $!";
 while (my $c = $s->accept) { while (my $l = <$c>) { last if $l =~ /^\r?$/ } print $c "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n` + answer + `\n"; close $c }`
 	id := docker("run", "-d", "--rm", "--network", name, "--ip", ip, "--cap-drop", "ALL", "--entrypoint", "perl", images.Tag(), "-e", script)
