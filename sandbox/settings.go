@@ -52,6 +52,9 @@ type Settings struct {
 	// namespace; empty means the kubeconfig's current context and its
 	// namespace.
 	KubeContext, Namespace string
+	// StorageClass is the StorageClass of the workspace's claim on
+	// Kubernetes; empty means the cluster's default class.
+	StorageClass string
 }
 
 // The backends and workspace modes Settings can name.

@@ -5,11 +5,14 @@ package testenv
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,7 +191,64 @@ const KubeconfigEnv = "SHIRO_TEST_KUBECONFIG"
 // RequireKube returns the test cluster's kubeconfig. Without one the test
 // is skipped on a developer's machine and fails under CI=true, where make
 // test always brings the cluster up.
+//
+// It holds the cluster shared until t ends, so that a test that changes
+// the cluster for everyone (KubeAlone) waits for it.
 func RequireKube(t testing.TB) string {
+	t.Helper()
+	p := kubeconfig(t)
+	lockCluster(t, p, false)
+	return p
+}
+
+// KubeAdminEnv names the admin kubeconfig of the test cluster; scripts/test.sh
+// sets it beside KubeconfigEnv.
+const KubeAdminEnv = "SHIRO_TEST_KUBE_ADMIN"
+
+// KubeAlone is RequireKube for a test that changes the cluster for every
+// other test (its default StorageClass, say) and puts it back when it
+// ends: it waits until no other test, in any test binary, holds the
+// cluster, and holds it alone until t ends. It returns the user's
+// kubeconfig and the admin's.
+func KubeAlone(t testing.TB) (user, admin string) {
+	t.Helper()
+	user = kubeconfig(t)
+	admin = os.Getenv(KubeAdminEnv)
+	if admin == "" {
+		t.Fatalf("%s is set but %s is not: make test sets both", KubeconfigEnv, KubeAdminEnv)
+	}
+	lockCluster(t, user, true)
+	return user, admin
+}
+
+// lockCluster takes the cluster's test lock, shared or alone, until t
+// ends: an flock on a file named after the kubeconfig, so test binaries
+// running at once (go test runs packages in parallel) see each other.
+func lockCluster(t testing.TB, kubeconfig string, alone bool) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(kubeconfig))
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "shiro-kube-tests-"+hex.EncodeToString(sum[:8])+".lock"), os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	how := syscall.LOCK_SH
+	if alone {
+		how = syscall.LOCK_EX
+	}
+	deadline := time.Now().Add(20 * time.Minute)
+	for syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB) != nil {
+		if time.Now().After(deadline) {
+			f.Close()
+			t.Fatal("the test cluster stayed held by other tests for 20 minutes")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Cleanup(func() { f.Close() }) // closing the file lets go of the lock
+}
+
+// kubeconfig is the test cluster's user kubeconfig, or a skip (a failure
+// under CI) when there is none.
+func kubeconfig(t testing.TB) string {
 	t.Helper()
 	p := os.Getenv(KubeconfigEnv)
 	if p == "" {

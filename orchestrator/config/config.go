@@ -169,12 +169,14 @@ type Overrides struct {
 	CPUs      *float64
 	Pids      *int64
 	NoSandbox *bool
-	// Backend, WorkspaceMode, KubeContext and Namespace are --backend,
-	// --workspace, --kube-context and --namespace.
+	// Backend, WorkspaceMode, KubeContext, Namespace and StorageClass are
+	// --backend, --workspace, --kube-context, --namespace and
+	// --storage-class.
 	Backend       *string
 	WorkspaceMode *string
 	KubeContext   *string
 	Namespace     *string
+	StorageClass  *string
 	// Env is appended to the configured entries.
 	Env []string
 	// AllowHosts are --allow-host patterns, added to network.allow.

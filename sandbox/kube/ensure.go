@@ -114,8 +114,8 @@ func claimObject(key []byte, ns string, p plan, opts Options) *corev1.Persistent
 			},
 		},
 	}
-	if opts.StorageClass != "" {
-		pvc.Spec.StorageClassName = &opts.StorageClass
+	if class := opts.StorageClass; class != "" {
+		pvc.Spec.StorageClassName = &class
 	}
 	return pvc
 }
@@ -128,6 +128,9 @@ func (c *Cluster) ensureClaim(ctx context.Context, p plan, opts Options) error {
 	want := claimObject(c.key, c.ns, p, opts)
 	got, err := api.Get(ctx, p.claim, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		if err := c.checkStorage(ctx, opts.StorageClass); err != nil {
+			return err
+		}
 		got, err = api.Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			got, err = api.Get(ctx, p.claim, metav1.GetOptions{})
@@ -296,7 +299,11 @@ func (c *Cluster) waitRunning(ctx context.Context, pod *corev1.Pod, p plan) erro
 		return podStarted(cur, p.spec.Image)
 	})
 	if err != nil && ctx.Err() != nil && last != nil {
-		return fmt.Errorf("pod %s did not start within the start timeout: %s", pod.Name, pendingReason(last))
+		why := pendingReason(last)
+		if claim := c.claimPending(ctx, p.claim); claim != "" {
+			why = claim + "; " + why
+		}
+		return fmt.Errorf("pod %s did not start within the start timeout: %s", pod.Name, why)
 	}
 	return err
 }

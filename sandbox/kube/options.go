@@ -61,10 +61,8 @@ type Options struct {
 	// the pod; default helper.FindBinary.
 	HelperBinary string
 	// ClaimSize is the storage the workspace's claim requests (default
-	// DefaultClaimSize); StorageClass names its class (default the
-	// cluster's).
-	ClaimSize    int64
-	StorageClass string
+	// DefaultClaimSize). Its class is Settings.StorageClass.
+	ClaimSize int64
 	// StartTimeout bounds a new pod's start (default DefaultStartTimeout).
 	StartTimeout time.Duration
 	// Version is recorded in a label.

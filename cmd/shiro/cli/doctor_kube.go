@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -17,7 +18,7 @@ func (d *doctor) checkKube(ctx context.Context, sc orchestrator.SandboxConfig) {
 	c, err := kube.Connect(ctx, kube.ConnectOptions{Context: sc.KubeContext, Namespace: sc.Namespace})
 	if err != nil {
 		d.fail("cluster", err.Error(), "check the kubeconfig (KUBECONFIG, --kube-context) and that the API server answers")
-		for _, name := range []string{"rights", "tools", "pod"} {
+		for _, name := range []string{"rights", "storage", "tools", "pod"} {
 			d.fail(name, "not checked: no cluster", "")
 		}
 		return
@@ -38,6 +39,7 @@ func (d *doctor) checkKube(ctx context.Context, sc orchestrator.SandboxConfig) {
 	default:
 		d.ok("rights", "you may manage pods, pods/exec, claims, config maps and network policies in %s", c.Namespace())
 	}
+	d.checkStorage(ctx, c, sc.StorageClass)
 	switch sc.Network {
 	case "", sandbox.NetworkAsk, sandbox.NetworkNone:
 		d.ok("network", "%s: a NetworkPolicy denies the pod's own traffic, which holds only where the cluster's network plugin enforces NetworkPolicy (not every plugin does); in ask mode connections go through shiro's proxy over the exec", orNetwork(sc.Network))
@@ -68,4 +70,20 @@ func orNetwork(n string) string {
 		return sandbox.NetworkAsk
 	}
 	return n
+}
+
+// checkStorage says which StorageClass the workspace's claim gets, or why
+// it would never be bound.
+func (d *doctor) checkStorage(ctx context.Context, c *kube.Cluster, named string) {
+	class, err := c.StorageClass(ctx, named)
+	switch {
+	case errors.Is(err, kube.ErrStorageUnknown):
+		d.ok("storage", "the StorageClass %s is not checked: %v", class, err)
+	case err != nil:
+		d.fail("storage", err.Error(), "name a class the cluster has with --storage-class or sandbox.kubernetes.storageClass")
+	case named == "":
+		d.ok("storage", "the workspace's claim gets the cluster's default StorageClass, %s", class)
+	default:
+		d.ok("storage", "the workspace's claim gets the StorageClass %s", class)
+	}
 }

@@ -23,9 +23,9 @@ type SandboxFlags struct {
 	Pids      int64
 	Network   string
 	Idle      time.Duration
-	// Backend, Workspace, KubeContext and Namespace choose where the
+	// Backend, Workspace, KubeContext, Namespace and StorageClass choose where the
 	// sandbox runs and how it holds the workspace.
-	Backend, Workspace, KubeContext, Namespace string
+	Backend, Workspace, KubeContext, Namespace, StorageClass string
 	// TrustProject lets the project's asks (its MCP servers, its image
 	// build) happen this time without a question.
 	TrustProject bool
@@ -51,6 +51,7 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&s.Workspace, "workspace", "", "how the sandbox holds the workspace: mount (default on a local Docker engine) or copy (changes reach it with /apply or --apply)")
 	fl.StringVar(&s.KubeContext, "kube-context", "", "the kubeconfig context of the kubernetes backend (default: the current one)")
 	fl.StringVar(&s.Namespace, "namespace", "", "the Kubernetes namespace of the kubernetes backend (default: the context's)")
+	fl.StringVar(&s.StorageClass, "storage-class", "", "the StorageClass of the workspace's claim on the kubernetes backend (default: the cluster's default class)")
 	fl.DurationVar(&s.Idle, "idle-timeout", 0, "stop the sandbox container after this long with nothing running (default 30m)")
 	_ = fl.MarkHidden("idle-timeout")
 	fl.BoolVar(&s.TrustProject, "trust-project", false, "let this workspace's project config start its MCP servers and build or pull its image, this time (see `shiro trust`)")
@@ -86,6 +87,7 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 		{"workspace", &s.Workspace, &o.WorkspaceMode},
 		{"kube-context", &s.KubeContext, &o.KubeContext},
 		{"namespace", &s.Namespace, &o.Namespace},
+		{"storage-class", &s.StorageClass, &o.StorageClass},
 	} {
 		if changed(f.name) {
 			*f.dst = f.v

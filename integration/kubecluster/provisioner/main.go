@@ -1,6 +1,7 @@
 // Command provisioner serves the persistent volume claims of the test
 // cluster (scripts/kube-test-cluster.sh) on its single node: each claim of
-// its storage class gets a local volume, a directory of its own under
+// its storage class, or of another class that names this provisioner (a
+// test may make one), gets a local volume, a directory of its own under
 // --dir, and a released volume's directory is removed with it. A local
 // volume honours a pod's fsGroup, as the storage of real clusters does, so
 // the sandbox's pods (which run as a non-root user) can write their claim.
@@ -78,9 +79,10 @@ func logf(format string, args ...any) {
 func (p *provisioner) claim(ctx context.Context, o any) {
 	pvc, ok := o.(*corev1.PersistentVolumeClaim)
 	if !ok || pvc.Spec.VolumeName != "" || pvc.Status.Phase != corev1.ClaimPending || pvc.DeletionTimestamp != nil ||
-		pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != p.class {
+		pvc.Spec.StorageClassName == nil || !p.serves(ctx, *pvc.Spec.StorageClassName) {
 		return
 	}
+	class := *pvc.Spec.StorageClassName
 	pvName := "pvc-" + string(pvc.UID)
 	path := filepath.Join(p.dir, pvName)
 	if err := os.MkdirAll(path, 0o755); err != nil {
@@ -94,7 +96,7 @@ func (p *provisioner) claim(ctx context.Context, o any) {
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
 			AccessModes:                   pvc.Spec.AccessModes,
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			StorageClassName:              p.class,
+			StorageClassName:              class,
 			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
@@ -110,6 +112,16 @@ func (p *provisioner) claim(ctx context.Context, o any) {
 	default:
 		logf("%s/%s: create volume: %v", pvc.Namespace, pvc.Name, err)
 	}
+}
+
+// serves says whether claims of class are this provisioner's: its own
+// class, or one whose provisioner field names it.
+func (p *provisioner) serves(ctx context.Context, class string) bool {
+	if class == p.class {
+		return true
+	}
+	sc, err := p.cs.StorageV1().StorageClasses().Get(ctx, class, metav1.GetOptions{})
+	return err == nil && sc.Provisioner == name
 }
 
 // volume removes a released volume of ours and its directory.
