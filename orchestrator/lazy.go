@@ -10,6 +10,10 @@ import (
 // Lazy is a sandbox opened on its first use, so commands that never execute
 // anything (file tools, `shiro tool read_file`) never pay for a container.
 // Every caller waits for the same opening.
+//
+// Its lock covers its state only, never an open (which may pull or build
+// an image for minutes): Info, Opened and Close answer at once while a
+// caller opens, and a caller whose context ends stops waiting.
 type Lazy struct {
 	open func(context.Context) (sandbox.Sandbox, error)
 	info sandbox.Info
@@ -20,6 +24,9 @@ type Lazy struct {
 	mu     sync.Mutex
 	sb     sandbox.Sandbox
 	closed bool
+	// opening is set while a caller opens; it is closed when that open
+	// has ended, its sandbox kept or closed.
+	opening chan struct{}
 }
 
 var _ sandbox.Sandbox = (*Lazy)(nil)
@@ -27,8 +34,11 @@ var _ sandbox.Sandbox = (*Lazy)(nil)
 // NewLazy returns a sandbox that calls OpenSandbox(cfg) on first use.
 func NewLazy(cfg SandboxConfig) *Lazy {
 	kind := "docker"
-	if cfg.NoSandbox {
+	switch {
+	case cfg.NoSandbox:
 		kind = "local"
+	case cfg.Backend == sandbox.BackendKubernetes:
+		kind = "kubernetes"
 	}
 	return &Lazy{
 		open: func(ctx context.Context) (sandbox.Sandbox, error) { return OpenSandbox(ctx, cfg) },
@@ -36,27 +46,62 @@ func NewLazy(cfg SandboxConfig) *Lazy {
 	}
 }
 
-// Get opens the sandbox if needed and returns it.
+// Get opens the sandbox if needed and returns it. While another caller
+// opens, Get waits for that open (or for ctx); when that open failed, it
+// tries again itself.
 func (l *Lazy) Get(ctx context.Context) (sandbox.Sandbox, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil, sandbox.ErrClosed
-	}
-	if l.sb == nil {
-		sb, err := l.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if l.opened != nil {
-			if err := l.opened(ctx, sb); err != nil {
-				sb.Close()
-				return nil, err
+	for {
+		l.mu.Lock()
+		switch {
+		case l.closed:
+			l.mu.Unlock()
+			return nil, sandbox.ErrClosed
+		case l.sb != nil:
+			sb := l.sb
+			l.mu.Unlock()
+			return sb, nil
+		case l.opening != nil:
+			wait := l.opening
+			l.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
 			}
 		}
+		done := make(chan struct{})
+		l.opening = done
+		l.mu.Unlock()
+		return l.openOnce(ctx, done)
+	}
+}
+
+// openOnce opens the sandbox for Get and keeps it, unless Close came
+// meanwhile; done is closed once the outcome is settled.
+func (l *Lazy) openOnce(ctx context.Context, done chan struct{}) (sandbox.Sandbox, error) {
+	defer close(done)
+	sb, err := l.open(ctx)
+	if err == nil && l.opened != nil {
+		if err = l.opened(ctx, sb); err != nil {
+			sb.Close()
+		}
+	}
+	l.mu.Lock()
+	l.opening = nil
+	closed := l.closed
+	if err == nil && !closed {
 		l.sb = sb
 	}
-	return l.sb, nil
+	l.mu.Unlock()
+	switch {
+	case err != nil:
+		return nil, err
+	case closed:
+		sb.Close()
+		return nil, sandbox.ErrClosed
+	}
+	return sb, nil
 }
 
 // Opened reports whether the sandbox has been opened.
@@ -85,13 +130,18 @@ func (l *Lazy) Info() sandbox.Info {
 	return l.info
 }
 
-// Close implements sandbox.Sandbox.
+// Close implements sandbox.Sandbox. An open under way is waited for (its
+// sandbox is closed as it arrives), so that nothing of it outlives Close.
 func (l *Lazy) Close() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.closed = true
-	if l.sb == nil {
+	sb, opening := l.sb, l.opening
+	l.mu.Unlock()
+	if opening != nil {
+		<-opening
+	}
+	if sb == nil {
 		return nil
 	}
-	return l.sb.Close()
+	return sb.Close()
 }
