@@ -227,7 +227,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // an empty object), lets edit change the document, checks that the result
 // is still a valid configuration, and writes it back pretty-printed with a
 // trailing newline, atomically and with mode 0600 (it may hold an API key).
-// Keys edit does not touch are kept (in sorted order).
+// Keys edit does not touch are kept (in sorted order). doc is the file as
+// encoding/json decodes it (numbers as json.Number): untyped, since edit
+// may write any key, known or not, and the result is checked as a file.
 func Save(p Paths, edit func(doc map[string]any) error) error {
 	if p.ConfigDir == "" {
 		return errors.New("save config: no config directory")
@@ -260,7 +262,7 @@ func Save(p Paths, edit func(doc map[string]any) error) error {
 	if err := enc.Encode(doc); err != nil {
 		return fmt.Errorf("save config: %w", err)
 	}
-	if _, _, err := parseFile(buf.Bytes(), file); err != nil {
+	if _, err := parseFile(buf.Bytes(), file, newState(), fromUser); err != nil {
 		// The position would be in a file that was never written.
 		if ce, ok := errors.AsType[*Error](err); ok {
 			err = ce.Err

@@ -78,10 +78,49 @@ func nest(name, value string) string {
 	return doc
 }
 
+// probe is what the tests read of a key of the table through its typed
+// parts.
+type probe interface {
+	entry
+	// fieldValue is the value at the key's field of c.
+	fieldValue(c *Config) any
+	// projectField reads the field of a project's value kept apart; nil
+	// when the key keeps none apart.
+	projectField() func(c *Config) any
+	// flagField points at the flag's field in o; nil for no flag.
+	flagField(o *Overrides) any
+}
+
+func (k *keyOf[T]) fieldValue(c *Config) any { return k.to.(fieldReader).value(c) }
+
+func (k *keyOf[T]) projectField() func(c *Config) any {
+	if k.apart == nil {
+		return nil
+	}
+	return k.apart.(fieldReader).value
+}
+
+func (k *keyOf[T]) flagField(o *Overrides) any {
+	switch {
+	case k.override != nil:
+		return k.override(o)
+	case k.entries != nil:
+		return k.entries(o)
+	}
+	return nil
+}
+
+// fieldReader reads the Config field of a store.
+type fieldReader interface {
+	value(c *Config) any
+}
+
+func (f configField[T, F]) value(c *Config) any { return *f.at(c) }
+
 // valueAt reads a key's Config field; host rules are reduced to their
 // patterns (their sources are checked in network_test.go).
 func valueAt(c Config, at func(*Config) any) any {
-	v := reflect.ValueOf(at(&c)).Elem().Interface()
+	v := at(&c)
 	if rules, ok := v.([]HostRule); ok {
 		var patterns []string
 		for _, r := range rules {
@@ -111,14 +150,15 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range keys {
+	for _, e := range keys {
+		k, p := e.meta(), e.(probe)
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
 			s, ok := keySamples[k.name]
 			if !ok {
 				t.Fatalf("no sample in keySamples: add one for the new key")
 			}
-			if reflect.DeepEqual(valueAt(defaults, k.field), s.want) {
+			if reflect.DeepEqual(valueAt(defaults, p.fieldValue), s.want) {
 				t.Fatalf("the sample %s is the default: it proves nothing", s.value)
 			}
 			check := func(path string, fx fixture, at func(*Config) any, want any, notice bool) {
@@ -143,7 +183,7 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 				}
 			}
 
-			check("user file", fixture{user: nest(k.name, s.value)}, k.field, s.want, false)
+			check("user file", fixture{user: nest(k.name, s.value)}, p.fieldValue, s.want, false)
 
 			if refused := s.refusedWant != nil; refused != (k.project.mode != projectMay) || (s.tight != "") != (k.project.mode == projectTighten) {
 				t.Fatalf("the table's project rule (mode %d) is not the one the sample expects", k.project.mode)
@@ -151,20 +191,20 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 			project := fixture{project: nest(k.name, s.value)}
 			switch k.project.mode {
 			case projectMay:
-				at := k.field
-				if k.project.apart {
-					at = k.project.projectField
-					check("project file (kept apart)", project, k.field, valueAt(defaults, k.field), false)
+				at := p.fieldValue
+				if p.projectField() != nil {
+					at = p.projectField()
+					check("project file (kept apart)", project, p.fieldValue, valueAt(defaults, p.fieldValue), false)
 				}
 				check("project file", project, at, s.want, false)
 			case projectNever:
 				project.user = nest(k.name, s.refusedBase)
-				check("project file (refused)", project, k.field, s.refusedWant, true)
+				check("project file (refused)", project, p.fieldValue, s.refusedWant, true)
 			case projectTighten:
 				project.user = nest(k.name, s.refusedBase)
-				check("project file (loosened: refused)", project, k.field, s.refusedWant, true)
+				check("project file (loosened: refused)", project, p.fieldValue, s.refusedWant, true)
 				tight := fixture{user: nest(k.name, s.tightBase), project: nest(k.name, s.tight)}
-				check("project file (tightened: accepted)", tight, k.field, s.tightWant, false)
+				check("project file (tightened: accepted)", tight, p.fieldValue, s.tightWant, false)
 			}
 
 			if k.env != "" {
@@ -172,35 +212,50 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 				if unquoted, err := strconv.Unquote(text); err == nil {
 					text = unquoted
 				}
-				check("environment", fixture{env: map[string]string{k.env: text}}, k.field, s.want, false)
+				check("environment", fixture{env: map[string]string{k.env: text}}, p.fieldValue, s.want, false)
 			}
 
-			if k.override != nil { // toolSets has a field and no flag yet
-				var o Overrides
-				if err := json.Unmarshal([]byte(s.value), k.override(&o)); err != nil {
+			var o Overrides
+			if target := p.flagField(&o); target != nil {
+				if err := json.Unmarshal([]byte(s.value), target); err != nil {
 					t.Fatalf("flag: %v", err)
 				}
-				check("flag "+k.flag+" (Overrides)", fixture{flags: o}, k.field, s.want, false)
+				check("flag "+k.flag+" (Overrides)", fixture{flags: o}, p.fieldValue, s.want, false)
 			}
 		})
 	}
 }
 
 // TestEveryOverrideHasAKey checks that each flag field of Overrides is
-// read through the table.
+// read through the table: once every key has set its field to its
+// sample, no field is left unset (JSON lists every field of Overrides,
+// which has no tags, null when unset).
 func TestEveryOverrideHasAKey(t *testing.T) {
 	t.Parallel()
 	var o Overrides
-	typ := reflect.TypeFor[Overrides]()
-	for i := range typ.NumField() {
-		addr := reflect.ValueOf(&o).Elem().Field(i).Addr().Interface()
-		if !slices.ContainsFunc(keys, func(k *key) bool { return k.override != nil && k.override(&o) == addr }) {
-			t.Errorf("Overrides.%s is read by no key of the table", typ.Field(i).Name)
+	for _, e := range keys {
+		k, target := e.meta(), e.(probe).flagField(&o)
+		if target == nil {
+			if k.flag != "" {
+				t.Errorf("%s: flag %s has no Overrides field", k.name, k.flag)
+			}
+			continue
+		}
+		if err := json.Unmarshal([]byte(keySamples[k.name].value), target); err != nil {
+			t.Fatalf("%s: %v", k.name, err)
 		}
 	}
-	for _, k := range keys {
-		if k.flag != "" && k.override == nil {
-			t.Errorf("%s: flag %s has no Overrides field", k.name, k.flag)
+	data, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range fields {
+		if string(v) == "null" {
+			t.Errorf("Overrides.%s is read by no key of the table", name)
 		}
 	}
 }
@@ -212,7 +267,7 @@ func TestKeysListEveryKey(t *testing.T) {
 		t.Fatalf("%d docs for %d keys", len(docs), len(keys))
 	}
 	for i, d := range docs {
-		if d.Name != keys[i].name || d.Doc == "" || d.Kind == "" || (d.Project == "") != (keys[i].project.mode == projectMay) {
+		if k := keys[i].meta(); d.Name != k.name || d.Doc == "" || d.Kind == "" || (d.Project == "") != (k.project.mode == projectMay) {
 			t.Errorf("incomplete: %+v", d)
 		}
 	}

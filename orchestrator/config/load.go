@@ -50,30 +50,30 @@ func Load(opts LoadOptions) (Config, []Notice, error) {
 	if getenv == nil {
 		getenv = os.LookupEnv
 	}
-	env, err := envLayer(getenv)
-	if err != nil {
+	values := newState()
+	if err := values.readEnv(getenv); err != nil {
 		return Config{}, nil, err
 	}
-	flags, err := flagLayer(&opts.Flags)
-	if err != nil {
+	if err := values.readFlags(&opts.Flags); err != nil {
 		return Config{}, nil, err
 	}
-	m := &merger{vals: layer{}, from: map[string]sourceKind{}, apart: layer{}, known: opts.KnownToolSets}
+	m := &merger{slots: values, from: map[string]sourceKind{}, known: opts.KnownToolSets}
 
 	var userFile string
 	var data []byte
+	var err error
 	if opts.Paths.ConfigDir != "" {
 		userFile = opts.Paths.ConfigFile()
 		if data, err = readUserFile(userFile); err != nil {
 			return Config{}, nil, err
 		}
 	}
-	user, notices, err := parseFile(data, userFile)
+	notices, err := parseFile(data, userFile, values, fromUser)
 	if err != nil {
 		return Config{}, nil, err
 	}
 	m.notices = notices
-	m.merge(user, source{fromUser, userFile})
+	m.merge(source{fromUser, userFile})
 
 	if opts.Workspace != "" && filepath.Clean(ProjectConfigFile(opts.Workspace)) != filepath.Clean(userFile) {
 		data, notice, err := readProjectFile(opts.Workspace)
@@ -83,16 +83,15 @@ func Load(opts LoadOptions) (Config, []Notice, error) {
 		if notice != nil {
 			m.notices = append(m.notices, *notice)
 		}
-		proj, notices, err := parseFile(data, projectFileName)
+		notices, err := parseFile(data, projectFileName, values, fromProject)
 		if err != nil {
 			return Config{}, nil, err
 		}
 		m.notices = append(m.notices, notices...)
-		m.later = func(name string) bool { _, e := env[name]; _, f := flags[name]; return e || f }
-		m.merge(proj, source{fromProject, projectFileName})
+		m.merge(source{fromProject, projectFileName})
 	}
-	m.merge(env, source{fromEnv, "environment"})
-	m.merge(flags, source{fromFlags, "command line"})
+	m.merge(source{fromEnv, "environment"})
+	m.merge(source{fromFlags, "command line"})
 	return m.finish(getenv), m.notices, nil
 }
 
@@ -147,9 +146,6 @@ func readCapped(r io.Reader, name string) ([]byte, error) {
 	return data, nil
 }
 
-// layer is what one source sets, by key name; an absent key is not set.
-type layer map[string]any
-
 // checkSyntax reports a JSON syntax error with its line and column.
 func checkSyntax(data []byte, file string) error {
 	var v any
@@ -183,28 +179,31 @@ type member struct {
 	off int64
 }
 
-// parser reads one file.
+// parser reads one file into the slots of a state, as the values of
+// one source.
 type parser struct {
 	data    []byte
 	file    string
+	into    state
+	src     sourceKind
 	notices []Notice
 }
 
-// parseFile reads a config file's content: syntax, types, values and
-// unknown keys. Empty content is an empty configuration.
-func parseFile(data []byte, file string) (layer, []Notice, error) {
-	l := layer{}
+// parseFile reads a config file's content into the slots of into, as
+// src's values: syntax, types, values and unknown keys. Empty content is
+// an empty configuration.
+func parseFile(data []byte, file string, into state, src sourceKind) ([]Notice, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return l, nil, nil
+		return nil, nil
 	}
 	if err := checkSyntax(data, file); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	p := &parser{data: data, file: file}
-	if err := p.members(l, member{raw: data, off: 0}, ""); err != nil {
-		return nil, nil, err
+	p := &parser{data: data, file: file, into: into, src: src}
+	if err := p.members(member{raw: data, off: 0}, ""); err != nil {
+		return nil, err
 	}
-	return l, p.notices, nil
+	return p.notices, nil
 }
 
 // object splits an object value into its members; path names it in errors
@@ -251,29 +250,26 @@ func (p *parser) errorAt(off int64, key string, err error) error {
 	return &Error{File: p.file, Line: line, Column: col, Key: key, Err: err}
 }
 
-// members reads the object v (path names it, "" for the file) into l:
-// keys of the table, groups of them ("sandbox") and unknown keys.
-func (p *parser) members(l layer, v member, path string) error {
+// members reads the object v (path names it, "" for the file) into the
+// parser's slots: keys of the table, groups of them ("sandbox") and
+// unknown keys.
+func (p *parser) members(v member, path string) error {
 	members, err := p.object(v, path)
 	if err != nil {
 		return err
 	}
 	for _, m := range members {
-		if k := keyNamed(m.key); k != nil {
-			val, err := p.value(k, m)
-			if err != nil {
+		if s := p.into.named(m.key); s != nil {
+			if err := s.parse(p, m); err != nil {
 				return err
-			}
-			if val != nil {
-				l[k.name] = val
 			}
 			continue
 		}
-		if slices.ContainsFunc(keys, func(k *key) bool { return strings.HasPrefix(k.name, m.key+".") }) {
+		if slices.ContainsFunc(keys, func(e entry) bool { return strings.HasPrefix(e.meta().name, m.key+".") }) {
 			if isNull(m.raw) {
 				continue
 			}
-			if err := p.members(l, m, m.key); err != nil {
+			if err := p.members(m, m.key); err != nil {
 				return err
 			}
 			continue
@@ -283,42 +279,40 @@ func (p *parser) members(l layer, v member, path string) error {
 	return nil
 }
 
-// value reads and checks one key's value; nil means null.
-func (p *parser) value(k *key, m member) (any, error) {
+// parse reads and checks the key's value in a file; null leaves the
+// source's value as it was.
+func (s *slotOf[T]) parse(p *parser, m member) error {
+	v, ok, err := s.k.read(p, m)
+	if ok {
+		s.set[p.src] = some(v)
+	}
+	return err
+}
+
+// read reads and checks one member's value; ok is false for null.
+func (k *keyOf[T]) read(p *parser, m member) (v T, ok bool, err error) {
 	if k.kind.parse != nil {
 		return k.kind.parse(p, m)
 	}
-	v, err := k.kind.decode(m.raw)
+	v, ok, err = k.kind.decode(m.raw)
 	if err != nil {
-		return nil, p.errorAt(m.off, m.key, mustBe(k, quote(m.key), kindOf(m.raw)))
+		return v, false, p.errorAt(m.off, m.key, mustBe(&k.key, &k.kind.kindInfo, quote(m.key), kindOf(m.raw)))
 	}
-	if v == nil {
-		return nil, nil
+	if !ok {
+		return v, false, nil
 	}
 	if err := k.validate(quote(m.key), v); err != nil {
-		return nil, p.errorAt(m.off, m.key, err)
+		return v, false, p.errorAt(m.off, m.key, err)
 	}
-	return v, nil
+	return v, true, nil
 }
 
-// validate checks a value from any source.
-func (k *key) validate(label string, v any) error {
-	if k.values != nil {
-		if err := checkOneOf(label, v.(string), k.values); err != nil {
-			return err
-		}
-	}
-	if k.check != nil {
-		return k.check(label, v)
-	}
-	return nil
-}
-
-// mustBe is a type error. It names the kinds, never the value: it may be
-// a secret. got is the JSON kind found ("" when unknown).
-func mustBe(k *key, label, got string) error {
-	msg := fmt.Sprintf("%s must be %s", label, cmp.Or(k.want, k.kind.want))
-	if got != "" && got != k.kind.json {
+// mustBe is a type error of key k, of kind kind. It names the kinds,
+// never the value: it may be a secret. got is the JSON kind found (""
+// when unknown).
+func mustBe(k *key, kind *kindInfo, label, got string) error {
+	msg := fmt.Sprintf("%s must be %s", label, cmp.Or(k.want, kind.want))
+	if got != "" && got != kind.json {
 		msg += ", not " + got
 	}
 	return errors.New(msg)
