@@ -22,8 +22,11 @@ type inotifyEvents struct {
 	lost  bool
 }
 
+// watchMask: what changes a directory's entries, and IN_ATTRIB for its
+// own mode (a directory the sandbox makes unreadable must be read again,
+// and made readable, before anything below it is).
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
-	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ATTRIB | unix.IN_ONLYDIR
 
 func newEvents() eventSource {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
@@ -86,6 +89,10 @@ func (e *inotifyEvents) changed() (map[string]bool, bool) {
 					delete(e.wdOf, rel)
 					delete(e.byWD, ev.Wd)
 				}
+			case ev.Mask&^(unix.IN_ATTRIB|unix.IN_ISDIR) == 0 && ev.Len > 0:
+				// An entry's metadata (a file touched, a subdirectory's
+				// mode): the entries are the same, and a subdirectory
+				// hears of its own mode through its own watch.
 			default:
 				if rel, ok := e.byWD[ev.Wd]; ok {
 					e.dirty[rel] = true

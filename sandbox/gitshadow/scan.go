@@ -335,9 +335,7 @@ func (s *Scanner) readChecked(rel string, ino uint64, ctime int64) (*dirState, e
 	if err == nil || !errors.Is(err, fs.ErrPermission) {
 		return st, err
 	}
-	mode, cerr := makeReadable(s.root, rel)
-	if cerr == nil {
-		s.notes = append(s.notes, fmt.Sprintf("%s was not readable (mode %04o); shiro gave you read access to it, to check it for git repositories the sandbox made", displayPath(rel), mode.Perm()))
+	if s.makeReadableAlong(rel) {
 		if st, err = s.read(rel, ino, ctime); err == nil || !errors.Is(err, fs.ErrPermission) {
 			return st, err
 		}
@@ -348,6 +346,38 @@ func (s *Scanner) readChecked(rel string, ino uint64, ctime int64) (*dirState, e
 	}
 	return &dirState{key: key, ino: ino, ctime: ctime, racy: true,
 		findings: []Finding{{Path: rel, Repo: rel, Kind: KindUnreadable, Key: key}}}, nil
+}
+
+// makeReadableAlong makes rel and every directory on the way to it
+// readable for its owner, from the top down: the root's walk opens each
+// directory on the way for reading, so a directory the sandbox made
+// searchable but not readable (chmod 0300) above rel stops it as surely as
+// rel's own mode. Each one changed is noted. It reports whether every
+// directory on the way now is readable.
+func (s *Scanner) makeReadableAlong(rel string) bool {
+	parts := strings.Split(rel, "/")
+	if rel == "." {
+		parts = nil
+	}
+	for i := 0; i <= len(parts); i++ {
+		dir := "."
+		if i > 0 {
+			dir = strings.Join(parts[:i], "/")
+		}
+		fi, err := os.Lstat(filepath.Join(s.ws, filepath.FromSlash(dir)))
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+		if fi.Mode().Perm()&0o500 == 0o500 {
+			continue
+		}
+		mode, err := makeReadable(s.root, dir)
+		if err != nil {
+			return false
+		}
+		s.notes = append(s.notes, fmt.Sprintf("%s was not readable (mode %04o); shiro gave you read access to it, to check it for git repositories the sandbox made", displayPath(dir), mode.Perm()))
+	}
+	return true
 }
 
 func displayPath(rel string) string {

@@ -246,19 +246,68 @@ func TestScannerFailsClosedOnUnreadableDirectories(t *testing.T) {
 	})
 }
 
+// lockedWorkspaceEnv hands the workspace root made to the test run as a
+// normal user.
+const lockedWorkspaceEnv = "GITSHADOW_LOCKED_WORKSPACE"
+
+// A directory made searchable but unreadable after a scan, with nothing
+// changing in it but something below it, is read again (its mode is an
+// event of its own) and made readable before what is below: the root's
+// walk opens every directory on the way for reading.
+func TestScannerSeesAModeChangeAboveAChange(t *testing.T) {
+	requireGit(t)
+	asNormalUser(t, func(t *testing.T) {
+		scanModes(t, func(t *testing.T, newScanner func(string) *Scanner) {
+			ws := t.TempDir()
+			gitIn(t, ws, nil, "init", "-q", "a/b")
+			t.Cleanup(func() { os.Chmod(filepath.Join(ws, "a"), 0o755) })
+			s := newScanner(ws)
+			want := []string{"HEAD a/b/.git/HEAD"}
+			if got := mustScan(t, s); !reflect.DeepEqual(got, want) {
+				t.Fatalf("first scan: %q", got)
+			}
+			if err := os.Chmod(filepath.Join(ws, "a"), 0o300); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(filepath.Join(ws, "a", "b", ".git", "refs", "extra"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if got := mustScan(t, s); !reflect.DeepEqual(got, want) {
+				t.Errorf("after the chmod above a change: %q, want %q", got, want)
+			}
+			if notes := s.TakeNotes(); len(notes) != 1 || !strings.Contains(notes[0], "a/ was not readable (mode 0300)") {
+				t.Errorf("notes: %q", notes)
+			}
+		})
+	})
+}
+
 // A directory owned by another user that the scanner cannot read is a
 // finding of its own (KindUnreadable).
+//
+// Root makes the workspace and the directory; the scan runs as a normal
+// user (asNormalUser runs the test again as one, which finds the
+// workspace in lockedWorkspaceEnv).
 func TestScannerReportsWhatItCannotMakeReadable(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI runs as root: this test needs root to make a directory another user owns")
+	ws := os.Getenv(lockedWorkspaceEnv)
+	if os.Getenv(normalUserEnv) != "1" {
+		if os.Geteuid() != 0 {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("CI runs as root: this test needs root to make a directory another user owns")
+			}
+			t.Skip("needs root to make a directory another user owns")
 		}
-		t.Skip("needs root to make a directory another user owns")
+		var err error
+		if ws, err = os.MkdirTemp("", "gitshadow-locked-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(ws) })
+		os.Chmod(ws, 0o755)
+		if err := os.Mkdir(filepath.Join(ws, "locked"), 0o711); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(lockedWorkspaceEnv, ws)
 	}
-	ws := t.TempDir()
-	os.Chmod(ws, 0o755)
-	locked := filepath.Join(ws, "locked")
-	os.Mkdir(locked, 0o711)
 	asNormalUser(t, func(t *testing.T) {
 		s := scanner(t, ws)
 		fs, err := s.Scan()
