@@ -235,11 +235,15 @@ func (cv *coverage) digest(rel string) string {
 
 // fileChanges lists the files of now that differ from what trusted
 // covered: changed ones and ones it did not cover. A file that is gone is
-// not a change (nothing of it can run).
+// not a change (nothing of it can run), nor is a new file directly in the
+// workspace's top: the top is covered only for the files it had, or every
+// new file of a repository (and every file a server writes beside itself)
+// would ask again. A decision from before files were covered covers none.
 func fileChanges(trusted, now Ask) (changed, added []string) {
 	for p, h := range now.Files {
 		old, ok := trusted.Files[p]
 		switch {
+		case !ok && trusted.Files != nil && !strings.Contains(p, "/"):
 		case !ok:
 			added = append(added, p)
 		case old != h:

@@ -270,6 +270,12 @@ func TestTrustCoversTheFilesAServerRuns(t *testing.T) {
 	if err := st.Remember(ws, ProjectAsks(cfg, ws)); err != nil {
 		t.Fatal(err)
 	}
+	// A new file directly in the top is not a question (the top is
+	// covered for the files it had), even when a command line names it.
+	write(t, ws, map[string]string{"NEWS.md": "new\n", "started": ""})
+	if s := check(); !s.Trusted {
+		t.Fatalf("a new file in the top asked again: %v", s.Change.Lines())
+	}
 	// A file that is gone changes nothing that can run.
 	os.Remove(filepath.Join(ws, ".shiro", "hook.sh"))
 	if s := check(); !s.Trusted {
