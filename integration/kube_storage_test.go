@@ -132,8 +132,11 @@ func TestKubeStorageClass(t *testing.T) {
 	if got := claims(); len(got) != 1 || !strings.HasSuffix(got[0], " "+name) {
 		t.Errorf("the workspace's claims: %v, want one of class %s", got, name)
 	}
+	// The user may not read StorageClasses (cluster-wide): doctor says
+	// the named one is not checked, and the pod line holds.
 	res = h.shiro(ws, env, append(named, "doctor")...)
-	mustContain(t, "doctor", res.stdout, "the workspace's claim gets the StorageClass "+name)
+	mustContain(t, "doctor", res.stdout, "storage   the StorageClass "+name+" is not checked: you may not read the cluster's StorageClasses",
+		"✓ pod ")
 }
 
 // setDefault sets the default-class annotation of a StorageClass.

@@ -66,13 +66,15 @@ func (c *Cluster) MissingRights(ctx context.Context) ([]Right, error) {
 // and that the helper is not the user's to change. It returns "" when all
 // hold, else what does not.
 func (s *Sandbox) Check(ctx context.Context) (string, error) {
+	// Each probe of a write runs in a subshell: a redirection that fails on
+	// a special builtin (:) ends a POSIX shell, not just the command.
 	script := `set -u
 [ "$(id -u):$(id -g)" = "` + fmt.Sprintf("%d:%d", s.opts.UID, s.opts.GID) + `" ] || echo "runs as $(id -u):$(id -g)"
 grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status || echo "has capabilities"
 grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/self/status || echo "may gain privileges"
 [ -e /var/run/secrets/kubernetes.io/serviceaccount/token ] && echo "holds a service account token"
-{ : >>` + helperPath + `; } 2>/dev/null && echo "the helper is writable"
-{ : >` + binDir + `/.probe; } 2>/dev/null && echo "the helper's directory is writable"
+( : >>` + helperPath + ` ) 2>/dev/null && echo "the helper is writable"
+( : >` + binDir + `/.probe ) 2>/dev/null && echo "the helper's directory is writable"
 :`
 	var out strings.Builder
 	res, err := s.Run(ctx, sandbox.Command{Args: []string{"sh", "-c", script}, Stdout: &out})

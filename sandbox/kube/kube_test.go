@@ -270,6 +270,12 @@ df -k /tmp | tail -n 1 | tr -s ' ' | cut -d' ' -f2`)
 			t.Errorf("got\n%s\nwant\n%s", out, want)
 		}
 	})
+	t.Run("what doctor checks", func(t *testing.T) {
+		problems, err := sb.Check(t.Context())
+		if err != nil || problems != "" {
+			t.Errorf("doctor's pod check: %q %v", problems, err)
+		}
+	})
 }
 
 func TestIdlePodEndsAndTheClaimKeepsTheWorkspace(t *testing.T) {
