@@ -35,8 +35,9 @@ import (
 // (installed packages, the network, a path built at run time) is not
 // covered: docs/configuration.md says so.
 const (
-	// maxCoveredFiles and maxCoveredBytes bound what one ask hashes; past
-	// them the record says so (coverCapped) and the rest is not covered.
+	// maxCoveredFiles (files, and directories walked) and maxCoveredBytes
+	// bound what one ask hashes; past them the record says so
+	// (coverCapped) and the rest is not covered.
 	maxCoveredFiles = 4000
 	maxCoveredBytes = 128 << 20
 	coverCapped     = "…"
@@ -166,6 +167,10 @@ func (cv *coverage) name(rel string) {
 // walk covers the files of dir, and of its subdirectories when deep.
 func (cv *coverage) walk(dir string, deep bool) {
 	if done, ok := cv.dirs[dir]; ok && (done || !deep) {
+		return
+	}
+	if len(cv.dirs) >= maxCoveredFiles {
+		cv.files[coverCapped] = "more than shiro hashes for one ask; the rest is not covered"
 		return
 	}
 	cv.dirs[dir] = deep

@@ -2,6 +2,7 @@ package trust
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -339,5 +340,21 @@ func TestTrustFromBeforeFilesWereCovered(t *testing.T) {
 	s, _ := Check(st, ws, asks, false, nil, "")
 	if s.Trusted || !slices.Contains(s.Change.Lines(), "not covered when you trusted it: srv.js of MCP server s") {
 		t.Fatalf("old decision: trusted=%v %v", s.Trusted, s.Change.Lines())
+	}
+}
+
+// TestTrustCoverageIsBounded: a covered directory with more directories
+// than one ask hashes is cut short, and the record says so.
+func TestTrustCoverageIsBounded(t *testing.T) {
+	ws := t.TempDir()
+	write(t, ws, map[string]string{"srv/main.sh": "x"})
+	for i := range maxCoveredFiles + 10 {
+		if err := os.Mkdir(filepath.Join(ws, "srv", fmt.Sprintf("d%05d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := mcpFiles(ws, mcp.Config{Command: "sh", Args: []string{"srv/main.sh"}})
+	if _, capped := files[coverCapped]; !capped {
+		t.Errorf("no cap after %d directories: %d entries", maxCoveredFiles+10, len(files))
 	}
 }
