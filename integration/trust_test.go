@@ -506,11 +506,11 @@ func TestTrustChangedFileAsksInTheChatUI(t *testing.T) {
 			t.Logf("screen at the end:\n%s", s.screen())
 		}
 	})
-	s.waitForText(time.Minute, "Changed since you trusted it:", "changed since you trusted it: .shiro/srv.sh of MCP server srv")
+	s.waitForText(time.Minute, "Changed since you trusted it:", "changed since you trusted it: .shiro/srv.sh of MCP server srv", "> No (start without them)")
 	if exists(filepath.Join(ws, "started-one")) {
 		t.Fatal("the server started while the question waited")
 	}
-	s.run("send-keys", "-t", s.name, "Down", "Down", "Enter") // "No (start without them)"
+	s.press("Enter") // "No (start without them)" is the default
 	s.waitFor("sandbox ready", 2*time.Minute)
 	if exists(filepath.Join(ws, "started-one")) {
 		t.Fatal("the server started after the answer no")
