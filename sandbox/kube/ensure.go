@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -505,4 +506,43 @@ func sortedKeys(maps ...map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)
+}
+
+// podEnd says how the pod name ended, as far as the API server knows, in
+// parentheses after a space ("" when it cannot tell): the sandbox
+// container's exit (an OOM kill shows as OOMKilled), an eviction, a
+// deletion. It has a few seconds of its own, as the command's context may
+// be ending.
+func (c *Cluster) podEnd(ctx context.Context, name string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	pod, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return " (it was deleted)"
+	case err != nil:
+		return ""
+	case pod.DeletionTimestamp != nil:
+		return " (it is being deleted)"
+	}
+	for _, st := range pod.Status.ContainerStatuses {
+		if t := st.State.Terminated; st.Name == mainContainer && t != nil {
+			why := fmt.Sprintf(" (its container ended: exit %d, %s", t.ExitCode, t.Reason)
+			if m := strings.TrimSpace(t.Message); m != "" {
+				why += ": " + m
+			}
+			return why + ")"
+		}
+	}
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		why := fmt.Sprintf(" (the pod %s", pod.Status.Phase)
+		if pod.Status.Reason != "" {
+			why += ", " + pod.Status.Reason
+		}
+		if m := strings.TrimSpace(pod.Status.Message); m != "" {
+			why += ": " + m
+		}
+		return why + ")"
+	}
+	return ""
 }

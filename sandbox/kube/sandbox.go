@@ -75,7 +75,7 @@ func (c *Cluster) Open(ctx context.Context, opts Options) (*Sandbox, error) {
 		Kill:        s.killer,
 		KillTimeout: 20 * time.Second,
 		Lost: func(err error) error {
-			return fmt.Errorf("the sandbox pod %s ended or was deleted while the command ran: %w", s.pod, err)
+			return fmt.Errorf("the sandbox pod %s ended or was deleted while the command ran%s: %w", s.pod, c.podEnd(ctx, s.pod), err)
 		},
 	})
 	if _, err := s.conn.Channel(ctx); err != nil {

@@ -147,3 +147,32 @@ func TestClaimPendingSaysWhy(t *testing.T) {
 		t.Errorf("claimPending:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestPodEndSaysHow: a lost session names how its pod ended.
+func TestPodEndSaysHow(t *testing.T) {
+	c, cs := fakeStorage(t, false)
+	ctx := t.Context()
+	if got := c.podEnd(ctx, "gone"); got != " (it was deleted)" {
+		t.Errorf("a deleted pod: %q", got)
+	}
+	mk := func(name string, st corev1.PodStatus) {
+		t.Helper()
+		if _, err := cs.CoreV1().Pods("ns").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Status: st}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("oom", corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: mainContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}},
+	}}})
+	mk("evicted", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."})
+	mk("running", corev1.PodStatus{Phase: corev1.PodRunning})
+	for name, want := range map[string]string{
+		"oom":     " (its container ended: exit 137, OOMKilled)",
+		"evicted": " (the pod Failed, Evicted: The node was low on resource: memory.)",
+		"running": "",
+	} {
+		if got := c.podEnd(ctx, name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
