@@ -204,6 +204,7 @@ func (c *Conn[C, T]) Run(ctx context.Context, cmd sandbox.Command) (res sandbox.
 		if c.b.After != nil {
 			res.Notices = append(notices, c.b.After(ctx, ch.Client(), false)...)
 		}
+		res.Notices = append(res.Notices, KillFallbackNotice)
 		return res, ctx.Err()
 	}
 	if errors.Is(err, helper.ErrChannelClosed) && ctx.Err() == nil {
@@ -217,6 +218,11 @@ func (c *Conn[C, T]) Run(ctx context.Context, cmd sandbox.Command) (res sandbox.
 	}
 	return res, err
 }
+
+// KillFallbackNotice is the notice of a command whose kill the helper did
+// not confirm in time: the session's processes were ended from outside
+// the channel, which is then dropped.
+const KillFallbackNotice = "the sandbox did not confirm the kill in time: shiro ended this session's processes from outside (a fresh exec, or a new container or pod if that failed), and the next command opens a new channel"
 
 // forceKill is the fallback when ch cannot confirm a kill: the backend's
 // Kill, then the end of ch (and of its tunnel, if ch is still the

@@ -199,7 +199,7 @@ func TestConn(t *testing.T) {
 		if c.Current() != nil || !f.chs[0].closed.Load() || !f.tuns[0].closed.Load() {
 			t.Error("the channel or its tunnel outlived the fallback")
 		}
-		wantNotices(t, res, "before", "after", "refused for ")
+		wantNotices(t, res, "before", "after", KillFallbackNotice, "refused for ")
 	})
 
 	t.Run("a channel lost while the command ran is the backend's error", func(t *testing.T) {
