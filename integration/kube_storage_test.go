@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/shiroagent/shiro/integration/testenv"
 	"github.com/shiroagent/shiro/sandbox/kube"
@@ -40,20 +39,7 @@ func TestKubeStorageClass(t *testing.T) {
 	}
 	admin := kubernetes.NewForConfigOrDie(adminCfg)
 
-	cfg, err := clientcmd.LoadFromFile(userKC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	ns := cfg.Contexts[cfg.CurrentContext].Namespace
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(h.home, ".kube", "config")
-	h.writeOwned(kubeconfig, string(data), 0o600)
+	kubeconfig, ns := h.kubeconfig(userKC)
 	env := []string{"KUBECONFIG=" + kubeconfig}
 	ws := h.workspace("ws")
 	h.writeOwned(filepath.Join(ws, "a.txt"), "a\n", 0o644)

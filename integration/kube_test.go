@@ -17,6 +17,27 @@ import (
 	"github.com/shiroagent/shiro/integration/testenv"
 )
 
+// kubeconfig gives the user a kubeconfig of their own for the test
+// cluster's (whose files are root's), with its certificates inline, in
+// ~/.kube/config; it returns the file and the context's namespace.
+func (h *hostile) kubeconfig(kc string) (path, namespace string) {
+	h.t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kc)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		h.t.Fatal(err)
+	}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	path = filepath.Join(h.home, ".kube", "config")
+	h.writeOwned(path, string(data), 0o600)
+	return path, cfg.Contexts[cfg.CurrentContext].Namespace
+}
+
 // TestKubeCopyModeHeadless: on the Kubernetes test cluster, a headless
 // session edits files and runs commands in the pod's copy of the
 // workspace; the user's edit between turns reaches the pod; --apply lands
@@ -26,21 +47,7 @@ func TestKubeCopyModeHeadless(t *testing.T) {
 	t.Parallel()
 	kc := testenv.RequireKube(t)
 	h := newHostile(t)
-	// The user's own kubeconfig, its certificates inline (the test
-	// cluster's files are root's).
-	cfg, err := clientcmd.LoadFromFile(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(h.home, ".kube", "config")
-	h.writeOwned(kubeconfig, string(data), 0o600)
+	kubeconfig, _ := h.kubeconfig(kc)
 	ws := h.workspace("ws")
 	copyWorkspace(h, ws)
 	head := h.git(ws, "rev-parse", "HEAD")

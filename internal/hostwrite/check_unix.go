@@ -5,6 +5,8 @@ package hostwrite
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -109,7 +111,7 @@ func (g *Gate) Check(ops []Op) error {
 		}
 		add(dir, base, rel)
 	}
-	for _, d := range sortedKeys(removes) {
+	for _, d := range slices.Sorted(maps.Keys(removes)) {
 		if pb.probe(d).err == nil {
 			for _, name := range removes[d] {
 				if err := g.checkEntry(pb.top(), d, name, join(d, name)); err != nil {
@@ -120,7 +122,7 @@ func (g *Gate) Check(ops []Op) error {
 	}
 	// The directories that would hold a HEAD beside objects and refs, or
 	// beside commondir, once the batch is done.
-	for _, d := range sortedKeys(made) {
+	for _, d := range slices.Sorted(maps.Keys(made)) {
 		names := made[d]
 		fd := -1
 		if pr := pb.probe(d); pr.err == nil && len(pr.missing) == 0 {
@@ -259,13 +261,4 @@ func (pb *prober) popTo(n int) {
 		unix.Close(pb.top())
 		pb.stack = pb.stack[:len(pb.stack)-1]
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
