@@ -3,8 +3,11 @@ package shiro_test
 import (
 	"bytes"
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -160,6 +163,78 @@ func TestOnlyTheOrchestratorHoldsAnAgent(t *testing.T) {
 					t.Errorf("%s uses %s: go through orchestrator.Session", file, bad)
 				}
 			}
+		}
+	}
+}
+
+// goFiles lists each package's production files (no tests), by import
+// path relative to the module.
+func goFiles(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .GoFiles}} {{$.Dir}}/{{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	files := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		files[rel(fields[0])] = fields[1:]
+	}
+	return files
+}
+
+// TestOneFileNamesEachBackend: a sandbox backend is one package and one
+// registration (issue 27). Outside sandbox/ and integration/, at most one
+// production file imports each backend package; everything else finds it
+// through sandbox.Lookup.
+func TestOneFileNamesEachBackend(t *testing.T) {
+	files := goFiles(t)
+	fset := token.NewFileSet()
+	var backends []string
+	for p, fs := range files {
+		for _, f := range fs {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(src, []byte("\nfunc Backend() sandbox.Backend")) {
+				backends = append(backends, p)
+			}
+		}
+	}
+	if len(backends) < 2 {
+		t.Fatalf("found the backends %v; the test no longer finds them", backends)
+	}
+	importers := map[string][]string{}
+	for p, fs := range files {
+		if under(p, "sandbox") || under(p, "integration") {
+			continue
+		}
+		for _, f := range fs {
+			ast, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range ast.Imports {
+				target := rel(strings.Trim(imp.Path.Value, `"`))
+				if slices.Contains(backends, target) {
+					importers[target] = append(importers[target], p+"/"+filepath.Base(f))
+				}
+			}
+		}
+	}
+	for b, who := range importers {
+		if len(who) > 1 {
+			t.Errorf("%d production files outside sandbox/ import %s (at most one, the registration): %v", len(who), b, who)
+		}
+	}
+}
+
+// TestConfigUsesNoReflect: the configuration's keys are typed (issue 27).
+func TestConfigUsesNoReflect(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if rel(p.ImportPath) == "orchestrator/config" && slices.Contains(p.Imports, "reflect") {
+			t.Error("orchestrator/config imports reflect")
 		}
 	}
 }

@@ -32,7 +32,7 @@ func TestLastSessionCloseKillsEverythingAndIdleCountsSessions(t *testing.T) {
 	}
 	t.Cleanup(func() { eng.Close() })
 	const idle = 3 * time.Second
-	sb, err := eng.Open(context.WithoutCancel(ctx), docker.Reference(img), docker.Options{Settings: sandbox.Settings{Idle: idle}, Workspace: ws, HelperBinary: testenv.Helper(t)})
+	sb, err := eng.Open(context.WithoutCancel(ctx), docker.Reference(img), docker.Options{Spec: sandbox.Spec{Settings: sandbox.Settings{Idle: idle}, Workspace: ws, HelperBinary: testenv.Helper(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,26 +13,10 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox"
-	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/tools"
 	"github.com/shiroagent/shiro/tools/copymode"
 	"github.com/shiroagent/shiro/tools/gitrepo"
 )
-
-// CopyMode reports whether the session's sandbox holds a copy of the
-// workspace (--workspace copy) rather than the directory itself: chosen,
-// or the default of a remote Docker engine and of Kubernetes.
-func (cfg SandboxConfig) CopyMode() bool {
-	switch {
-	case cfg.NoSandbox:
-		return false
-	case cfg.WorkspaceMode != "":
-		return cfg.WorkspaceMode == sandbox.WorkspaceCopy
-	case cfg.Backend == sandbox.BackendKubernetes:
-		return true
-	}
-	return !docker.DefaultIsLocal()
-}
 
 // ApplyPrompt is the prompt of the checkpoint turn an apply records: an
 // undo of it takes the apply back.
@@ -125,11 +109,7 @@ func (c *sessionCopy) opened(ctx context.Context, sb sandbox.Sandbox) error {
 		return fmt.Errorf("copy the workspace into the sandbox: %w", err)
 	}
 	if c.auto {
-		where := "the Docker engine at " + info.Engine
-		if info.Kind == sandbox.BackendKubernetes {
-			where = "the Kubernetes cluster " + info.Engine
-		}
-		notices = append([]string{where + " is not on this machine: the sandbox works on a copy of the workspace, and your files change only when you apply its changes (/apply, or --apply with -p)"}, notices...)
+		notices = append([]string{info.Place + " is not on this machine: the sandbox works on a copy of the workspace, and your files change only when you apply its changes (/apply, or --apply with -p)"}, notices...)
 	}
 	c.mu.Lock()
 	c.copy = cp
@@ -334,7 +314,11 @@ func undoneApplies(applied map[string]bool, done []checkpoint.FileChange) []stri
 
 // copyStateFiles are every backend's copy state of the workspace.
 func copyStateFiles(dataDir, ws string) []string {
-	return []string{copyStateFile(dataDir, ws, sandbox.BackendDocker), copyStateFile(dataDir, ws, sandbox.BackendKubernetes)}
+	var files []string
+	for _, b := range sandbox.Backends() {
+		files = append(files, copyStateFile(dataDir, ws, b))
+	}
+	return files
 }
 
 // ToolRunner runs built-in tools one at a time outside a session (`shiro

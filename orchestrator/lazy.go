@@ -33,16 +33,9 @@ var _ sandbox.Sandbox = (*Lazy)(nil)
 
 // NewLazy returns a sandbox that calls OpenSandbox(cfg) on first use.
 func NewLazy(cfg SandboxConfig) *Lazy {
-	kind := "docker"
-	switch {
-	case cfg.NoSandbox:
-		kind = "local"
-	case cfg.Backend == sandbox.BackendKubernetes:
-		kind = "kubernetes"
-	}
 	return &Lazy{
 		open: func(ctx context.Context) (sandbox.Sandbox, error) { return OpenSandbox(ctx, cfg) },
-		info: sandbox.Info{Kind: kind, Workspace: cfg.Workspace, Image: cfg.Image, Copy: cfg.CopyMode()},
+		info: sandbox.Info{Kind: cfg.Kind(), Workspace: cfg.Workspace, Image: cfg.Image, Copy: cfg.CopyMode()},
 	}
 }
 

@@ -1,10 +1,11 @@
 // Package sandbox declares where shiro's executing tools run: the Sandbox
 // interface, the Command a tool asks to run and the Result it gets back.
 //
-// Two implementations exist: sandbox/docker (a container per workspace, one
-// long-lived command channel per session) and sandbox/local (the host, for
-// --no-sandbox and fast tests). Both kill a command's whole process tree when
-// its context is cancelled or its timeout passes.
+// The backends (Backend, in backend.go) open it: sandbox/docker (a
+// container per workspace, one long-lived command channel per session) and
+// sandbox/kube (a pod per workspace); sandbox/local runs on the host, for
+// --no-sandbox and fast tests. Each kills a command's whole process tree
+// when its context is cancelled or its timeout passes.
 package sandbox
 
 import (
@@ -99,6 +100,9 @@ type Info struct {
 	// Engine is where the sandbox runs, when it is not this machine's
 	// default: the engine's address, the cluster's context.
 	Engine string
+	// Place says where the sandbox runs, in words, for notices: "the
+	// Docker engine at tcp://…".
+	Place string
 }
 
 // Sandbox runs commands for one workspace.

@@ -9,8 +9,8 @@ import (
 
 // Settings are what the user chooses about a session's sandbox. The
 // configuration resolves them (config.Config.Sandbox is this type) and
-// they reach the engine as they are: orchestrator.SandboxConfig and
-// docker.Options embed them beside what a session adds (the workspace,
+// they reach the backend as they are: orchestrator.SandboxConfig and
+// Spec embed them beside what a session adds (the workspace,
 // the egress proxy's hooks, progress). Zero limits mean the sandbox's
 // defaults.
 type Settings struct {
@@ -39,8 +39,8 @@ type Settings struct {
 	// Idle stops the container after this long with nothing running
 	// (--idle-timeout; no configuration key sets it).
 	Idle time.Duration
-	// Backend is where sandboxes run: BackendDocker (empty means it) or
-	// BackendKubernetes.
+	// Backend names the backend sandboxes run on (Lookup): BackendDocker
+	// (empty means it), BackendKubernetes, or another registered one.
 	Backend string
 	// WorkspaceMode is how the sandbox holds the workspace: WorkspaceMount
 	// (the directory bind-mounted) or WorkspaceCopy (a copy in the

@@ -133,10 +133,7 @@ func openKube(ctx context.Context, ws string) (sandbox.Sandbox, func(), error) {
 	if uid == 0 {
 		uid, gid = 1001, 1001
 	}
-	sb, err := c.Open(ctx, kube.Options{
-		Workspace: ws, HelperBinary: bin + "-helper", UID: uid, GID: gid,
-		Settings: sandbox.Settings{Memory: 1 << 30, CPUs: 1, Network: sandbox.NetworkNone},
-	})
+	sb, err := c.Open(ctx, kube.Options{Spec: sandbox.Spec{Workspace: ws, HelperBinary: bin + "-helper", UID: uid, GID: gid, Settings: sandbox.Settings{Memory: 1 << 30, CPUs: 1, Network: sandbox.NetworkNone}}})
 	if err != nil {
 		os.RemoveAll(state)
 		return nil, nil, err

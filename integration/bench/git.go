@@ -150,7 +150,7 @@ func settleBench(ctx context.Context, r *report, repo string) error {
 	}
 	defer eng.Close()
 	open := func() (*docker.Sandbox, error) {
-		return eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Workspace: repo, HelperBinary: os.Getenv("SHIRO_BIN") + "-helper"})
+		return eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Spec: sandbox.Spec{Workspace: repo, HelperBinary: os.Getenv("SHIRO_BIN") + "-helper"}})
 	}
 	closeAfter := func(sb *docker.Sandbox) (time.Duration, error) {
 		if _, err := sb.Run(ctx, sandbox.Command{Shell: leave, Dir: repo}); err != nil {

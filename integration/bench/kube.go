@@ -44,10 +44,7 @@ func kubeBench(ctx context.Context, r *report) error {
 		uid, gid = 1001, 1001
 	}
 	start := time.Now()
-	sb, err := c.Open(ctx, kube.Options{
-		Workspace: ws, HelperBinary: bin + "-helper", UID: uid, GID: gid,
-		Settings: sandbox.Settings{Memory: 512 << 20, CPUs: 1, Network: sandbox.NetworkNone},
-	})
+	sb, err := c.Open(ctx, kube.Options{Spec: sandbox.Spec{Workspace: ws, HelperBinary: bin + "-helper", UID: uid, GID: gid, Settings: sandbox.Settings{Memory: 512 << 20, CPUs: 1, Network: sandbox.NetworkNone}}})
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func networkBench(ctx context.Context, r *report) error {
 		if err != nil {
 			return nil, nil, err
 		}
-		sb, err := eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Settings: sandbox.Settings{Network: network}, Workspace: ws, HelperBinary: bin, Egress: eg})
+		sb, err := eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Spec: sandbox.Spec{Settings: sandbox.Settings{Network: network}, Workspace: ws, HelperBinary: bin, Egress: eg}})
 		if err != nil {
 			removeContainers(eng.API(), ws)
 			os.RemoveAll(ws)

@@ -107,7 +107,7 @@ func openSandbox(ctx context.Context, ws string, mutate ...func(*docker.Options)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := docker.Options{Workspace: ws, HelperBinary: bin + "-helper"}
+	opts := docker.Options{Spec: sandbox.Spec{Workspace: ws, HelperBinary: bin + "-helper"}}
 	for _, m := range mutate {
 		m(&opts)
 	}

@@ -157,11 +157,10 @@ func bashShare(ctx context.Context, r *report, helperBin string) error {
 	// The baseline runs where the agent's bash ran: a sandbox opened as the
 	// session opens its own (ask mode, with its proxy, so commands get the
 	// same environment) is a second session on the same container.
-	beng, sb, err := orchestrator.OpenDocker(ctx, sc)
+	sb, err := orchestrator.OpenSandbox(ctx, sc)
 	if err != nil {
 		return err
 	}
-	defer beng.Close()
 	defer sb.Close()
 	if got := sb.Info().Container; got != sessionInfo.Container {
 		return fmt.Errorf("the baseline would run in %s, the agent's bash ran in %s", got, sessionInfo.Container)

@@ -75,7 +75,7 @@ func toolsBench(ctx context.Context, r *report) error {
 	}
 	defer eng.Close()
 	defer removeContainers(eng.API(), dir)
-	sb, err := eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Workspace: dir, HelperBinary: bin + "-helper"})
+	sb, err := eng.Open(ctx, docker.Reference(images.Tag()), docker.Options{Spec: sandbox.Spec{Workspace: dir, HelperBinary: bin + "-helper"}})
 	if err != nil {
 		return err
 	}

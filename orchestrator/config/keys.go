@@ -159,8 +159,9 @@ type kindInfo struct {
 	name string // in the help listing
 	want string // what the value must be: "a whole number"
 	json string // the JSON kind that holds it: "a number"
-	// values are the accepted values of a string kind with a fixed set.
-	values []string
+	// values are the accepted values of a string kind with a fixed set
+	// (nil for any other kind).
+	values func() []string
 }
 
 // kind is a type of value: how it is read, checked, merged and shown.
@@ -243,9 +244,15 @@ var (
 
 // oneOf is the string kind whose value must be one of values.
 func oneOf(values ...string) *kind[string] {
+	return oneOfNow(func() []string { return values })
+}
+
+// oneOfNow is a string that is one of the values values returns when the
+// value is read (the sandbox backends registered).
+func oneOfNow(values func() []string) *kind[string] {
 	k := *kString
 	k.values = values
-	k.check = func(label, v string) error { return checkOneOf(label, v, values) }
+	k.check = func(label, v string) error { return checkOneOf(label, v, values()) }
 	return &k
 }
 
@@ -505,10 +512,10 @@ var keys = []entry{
 		override: func(o *Overrides) **bool { return &o.NoSandbox },
 		looser:   func(v, _ bool) bool { return v },
 		to:       field(func(c *Config) *bool { return &c.Sandbox.NoSandbox })},
-	&keyOf[string]{key: key{name: "sandbox.backend", flag: "--backend", defText: sandbox.BackendDocker,
-		doc:     "where sandboxes run: docker or kubernetes",
+	&keyOf[string]{key: key{name: "sandbox.backend", flag: "--backend", defText: sandbox.DefaultBackend,
+		doc:     "where sandboxes run: one of the sandbox backends",
 		project: projectRule{mode: projectNever, notice: `"sandbox.backend" is ignored: where sandboxes run is yours to choose, not the project's`}},
-		kind:     oneOf(sandbox.BackendDocker, sandbox.BackendKubernetes),
+		kind:     oneOfNow(sandbox.Backends),
 		override: func(o *Overrides) **string { return &o.Backend },
 		to:       field(func(c *Config) *string { return &c.Sandbox.Backend })},
 	&keyOf[string]{key: key{name: "sandbox.workspace", flag: "--workspace",
@@ -625,7 +632,7 @@ func Keys() []KeyDoc {
 		k, info := e.meta(), e.kindInfo()
 		d := KeyDoc{Name: k.name, Kind: info.name, Default: e.helpDefault(), Doc: k.doc, Env: k.env, Flag: k.flag, Project: k.project.says}
 		if info.values != nil {
-			d.Kind = strings.Join(info.values, "|")
+			d.Kind = strings.Join(info.values(), "|")
 		}
 		if d.Project == "" {
 			d.Project = map[projectMode]string{projectNever: "not from a project", projectTighten: "a project may only narrow it"}[k.project.mode]

@@ -23,7 +23,7 @@ import (
 	"unicode"
 
 	"github.com/shiroagent/shiro/orchestrator/config"
-	"github.com/shiroagent/shiro/sandbox/docker"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
 
@@ -118,30 +118,26 @@ func ProjectAsks(cfg config.Config, ws string) []Ask {
 // built from what, and the network of the build.
 func imageAsk(cfg config.Config, ws string) Ask {
 	a := Ask{Kind: KindImage, Name: "image"}
-	plan, err := docker.PlanImage(docker.ImageRequest{Spec: cfg.Sandbox.Image, Workspace: ws, FromProject: true})
+	plan, err := planImage(cfg.Sandbox, ws)
 	var b strings.Builder
 	switch {
-	case plan.Kind == docker.KindReference:
+	case plan.Kind == sandbox.KindReference:
 		fmt.Fprintf(&b, "run the image %s (pulled if missing)", plan.Ref)
 	case plan.Dockerfile != "" || plan.Source != "" && plan.Ref == "":
 		df := plan.Dockerfile
 		if df == "" {
 			df = plan.Source
 		}
-		fmt.Fprintf(&b, "build %s", docker.ShownPath(ws, df))
-		if plan.Kind == docker.KindDevcontainer && plan.Source != "" {
-			fmt.Fprintf(&b, " (from %s)", docker.ShownPath(ws, plan.Source))
+		fmt.Fprintf(&b, "build %s", sandbox.ShownPath(ws, df))
+		if plan.Kind == sandbox.KindDevcontainer && plan.Source != "" {
+			fmt.Fprintf(&b, " (from %s)", sandbox.ShownPath(ws, plan.Source))
 		}
 		if len(plan.Bases) > 0 {
 			fmt.Fprintf(&b, " FROM %s", strings.Join(plan.Bases, ", "))
 		}
-		net := "none"
-		if docker.BuildNetwork(cfg.Sandbox.Network) != "none" {
-			net = "open"
-		}
-		a.Note = "network " + net + "; its RUN steps run as root inside the build"
+		a.Note = "network " + plan.BuildNetwork + "; its RUN steps run as root inside the build"
 	default:
-		fmt.Fprintf(&b, "run the image %s named by %s (pulled if missing)", plan.Ref, docker.ShownPath(ws, plan.Source))
+		fmt.Fprintf(&b, "run the image %s named by %s (pulled if missing)", plan.Ref, sandbox.ShownPath(ws, plan.Source))
 	}
 	if plan.Dockerfile != "" {
 		a.Files = buildFiles(ws, plan.Source, plan.Dockerfile)
@@ -154,6 +150,16 @@ func imageAsk(cfg config.Config, ws string) Ask {
 	}
 	a.What = visible(b.String())
 	return a
+}
+
+// planImage plans the project's image on the backend the settings choose.
+func planImage(s sandbox.Settings, ws string) (sandbox.ImagePlan, error) {
+	b, err := sandbox.Lookup(s.Backend)
+	if err != nil {
+		return sandbox.ImagePlan{}, err
+	}
+	s.ImageFromProject = true
+	return b.PlanImage(ws, s)
 }
 
 // visible escapes what a terminal would not show as it is (control

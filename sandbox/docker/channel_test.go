@@ -31,7 +31,7 @@ func TestChannelGoesOverTheSessionSocket(t *testing.T) {
 	if !strings.HasPrefix(eng.host, "unix://") {
 		t.Skipf("the engine at %s is not local: its channel goes over the exec", eng.host)
 	}
-	sb, err := eng.Open(context.WithoutCancel(t.Context()), Reference(testenv.RequireImage(t, api)), Options{Workspace: ws, HelperBinary: testenv.Helper(t)})
+	sb, err := eng.Open(context.WithoutCancel(t.Context()), Reference(testenv.RequireImage(t, api)), Options{Spec: sandbox.Spec{Workspace: ws, HelperBinary: testenv.Helper(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

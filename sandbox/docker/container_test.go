@@ -28,8 +28,7 @@ func fakeContainerEngine(t *testing.T) (*Engine, *fakeAPI, Options, helperFile, 
 		t.Fatal(err)
 	}
 	var notices []string
-	opts, err := Options{Settings: sandbox.Settings{Image: "img"}, Workspace: t.TempDir(), HelperBinary: bin, UID: 1000, GID: 1000,
-		Notices: func(s string) { notices = append(notices, s) }}.withDefaults()
+	opts, err := Options{Spec: sandbox.Spec{Settings: sandbox.Settings{Image: "img"}, Workspace: t.TempDir(), HelperBinary: bin, UID: 1000, GID: 1000, Notices: func(s string) { notices = append(notices, s) }}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}

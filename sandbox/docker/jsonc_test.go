@@ -93,7 +93,7 @@ func TestBaseEnvPath(t *testing.T) {
 		{"--env PATH wins", "/usr/bin", []string{"PATH=/mine:/usr/bin"}, "/mine:/usr/bin"},
 	}
 	for _, tc := range tests {
-		env := baseEnv(Options{Settings: sandbox.Settings{Env: tc.env}}, tc.imagePath)
+		env := baseEnv(Options{Spec: sandbox.Spec{Settings: sandbox.Settings{Env: tc.env}}}, tc.imagePath)
 		if got := envValue(env, "PATH"); got != tc.want {
 			t.Errorf("%s: PATH %q, want %q", tc.name, got, tc.want)
 		}

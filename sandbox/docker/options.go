@@ -40,43 +40,21 @@ const (
 	DefaultNetwork     = NetworkAsk
 )
 
-// Options choose the container for one workspace: the user's Settings as
-// the configuration resolved them, and what the session adds.
+// Options choose the container for one workspace: the shared Spec and
+// what only a Docker engine has.
 type Options struct {
-	// Settings are the user's choices (config.Config.Sandbox), passed
-	// whole. Open runs the image it is given (Settings.Image names what
-	// ResolveImage made it from) and resolves Settings.Env once, with
-	// LookupEnv: the NAME=value pairs reach every command's exec (on top of
-	// the image's environment), not the container's configuration, so they
-	// never appear in `docker inspect`. Settings.Network is NetworkAsk (the
-	// default: no network of its own, every connection through Egress),
-	// NetworkOpen ("bridge" is another name for it) or NetworkNone;
-	// Settings.Idle stops the container when no session has been open in
-	// it for that long. NoSandbox and ImageFromProject mean nothing here.
-	sandbox.Settings
-	// Workspace is the absolute host path, mounted at the same path.
-	Workspace string
-	// LookupEnv reads the host environment for Env's bare names; default
-	// os.LookupEnv.
-	LookupEnv func(string) (string, bool)
-	// Egress serves the connections commands make in ask mode; nil leaves
-	// an ask-mode sandbox without any way out.
-	Egress Egress
-	// UID and GID run every command; default the current user's.
-	UID, GID int
-	// UserName names the passwd entry made for UID; default the host's name.
-	UserName string
-	// HelperBinary is a static Linux build of the helper (shiro-helper, or
-	// shiro itself) copied into the container; default $SHIRO_HELPER, else
-	// shiro-helper beside the running executable, else the executable.
-	HelperBinary string
-	// Version is recorded in a label.
-	Version string
-	// Progress receives human-readable lines while the sandbox starts.
-	Progress io.Writer
-	// Notices receives what the git boundary did outside a command (when
-	// the session opens or closes); nil writes them to Progress.
-	Notices func(string)
+	// Spec is the session's sandbox. Open runs the image it is given
+	// (Settings.Image names what ResolveImage made it from) and resolves
+	// Settings.Env once, with LookupEnv: the NAME=value pairs reach every
+	// command's exec (on top of the image's environment), not the
+	// container's configuration, so they never appear in `docker
+	// inspect`. Settings.Network is NetworkAsk (the default: no network of
+	// its own, every connection through Egress), NetworkOpen ("bridge" is
+	// another name for it) or NetworkNone; Settings.Idle stops the
+	// container when no session has been open in it for that long.
+	// NoSandbox and ImageFromProject mean nothing here. The workspace is
+	// mounted at the same path (or copied, in copy mode).
+	sandbox.Spec
 	// NoMount lists host directories never to be mounted into the sandbox
 	// (default: the user's home): a repository whose worktree starts
 	// above the workspace is mounted read-only only if it holds none.

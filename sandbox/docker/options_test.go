@@ -29,16 +29,13 @@ func TestMergeEnv(t *testing.T) {
 func TestOpenRunsTheResolvedImageWithTheUsersEnvOnTop(t *testing.T) {
 	t.Parallel()
 	lookups := 0
-	o := Options{
-		Settings: sandbox.Settings{Image: "./Dockerfile", Env: []string{"TOKEN", "PATH=/user", "UNSET"}},
-		LookupEnv: func(k string) (string, bool) {
-			lookups++
-			if k == "TOKEN" {
-				return "t0k", true
-			}
-			return "", false
-		},
-	}
+	o := Options{Spec: sandbox.Spec{Settings: sandbox.Settings{Image: "./Dockerfile", Env: []string{"TOKEN", "PATH=/user", "UNSET"}}, LookupEnv: func(k string) (string, bool) {
+		lookups++
+		if k == "TOKEN" {
+			return "t0k", true
+		}
+		return "", false
+	}}}
 	got, err := o.resolve(ResolvedImage{Ref: "shiro-build-1", Kind: KindDockerfile, Env: []string{"PATH=/image", "A=1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +52,7 @@ func TestOpenRunsTheResolvedImageWithTheUsersEnvOnTop(t *testing.T) {
 	if o.Image != "./Dockerfile" || len(o.Env) != 3 {
 		t.Error("resolve changed the caller's options")
 	}
-	if _, err := (Options{Settings: sandbox.Settings{Env: []string{"=x"}}}).resolve(ResolvedImage{Ref: "r"}); err == nil {
+	if _, err := (Options{Spec: sandbox.Spec{Settings: sandbox.Settings{Env: []string{"=x"}}}}).resolve(ResolvedImage{Ref: "r"}); err == nil {
 		t.Error("a bad entry was accepted")
 	}
 }

@@ -3,27 +3,14 @@ package docker
 import (
 	"bufio"
 	"bytes"
-	"path/filepath"
 	"strings"
+
+	"github.com/shiroagent/shiro/sandbox"
 )
 
-// ImagePlan says what resolving an image setting would do, without the
-// engine and without running anything: the trust question shows it before
-// any of it happens.
-type ImagePlan struct {
-	Kind ImageKind
-	// Ref is the image reference to run (a reference, or a
-	// devcontainer.json's "image"); empty for a build.
-	Ref string
-	// Source is the Dockerfile or devcontainer.json named (absolute).
-	Source string
-	// Dockerfile is the Dockerfile a build would use (absolute); empty
-	// when nothing is built.
-	Dockerfile string
-	// Bases are the images the Dockerfile's FROM lines name, in order
-	// (stages named by an earlier "AS" left out).
-	Bases []string
-}
+// ImagePlan says what resolving an image setting would do (the shared
+// type: every backend plans for the trust question).
+type ImagePlan = sandbox.ImagePlan
 
 // PlanImage reads what req.Spec names (confined to the workspace as for
 // ResolveImage) and says what resolving it would do. An unreadable file is
@@ -131,13 +118,4 @@ func dockerfileBases(df []byte) []string {
 	}
 	flush()
 	return out
-}
-
-// ShownPath is p relative to the workspace when it is inside it ("./x"),
-// else p.
-func ShownPath(ws, p string) string {
-	if rel, err := filepath.Rel(ws, p); err == nil && filepath.IsLocal(rel) {
-		return "." + string(filepath.Separator) + rel
-	}
-	return p
 }

@@ -24,7 +24,7 @@ func openSandbox(t *testing.T, ws string, mutate ...func(*docker.Options)) *dock
 	}
 	t.Cleanup(func() { eng.Close() })
 	img := docker.Reference(testenv.RequireImage(t, eng.API()))
-	opts := docker.Options{Workspace: ws, HelperBinary: testenv.Helper(t)}
+	opts := docker.Options{Spec: sandbox.Spec{Workspace: ws, HelperBinary: testenv.Helper(t)}}
 	for _, m := range mutate {
 		m(&opts)
 	}

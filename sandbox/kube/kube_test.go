@@ -43,14 +43,7 @@ func testCluster(t *testing.T) *Cluster {
 // and the helper built beside the test's shiro.
 func testOptions(t *testing.T, ws string) Options {
 	uid, gid := testenv.SandboxUser()
-	return Options{
-		Workspace:    ws,
-		HelperBinary: testenv.Helper(t),
-		UID:          uid,
-		GID:          gid,
-		Settings:     sandbox.Settings{Memory: 512 << 20, CPUs: 1, Network: sandbox.NetworkNone},
-		Progress:     logWriter{t},
-	}
+	return Options{Spec: sandbox.Spec{Workspace: ws, HelperBinary: testenv.Helper(t), UID: uid, GID: gid, Settings: sandbox.Settings{Memory: 512 << 20, CPUs: 1, Network: sandbox.NetworkNone}, Progress: logWriter{t}}}
 }
 
 // workspace is a fresh workspace whose pods and claim are removed when the

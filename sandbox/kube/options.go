@@ -28,50 +28,27 @@ const (
 	DefaultStartTimeout = 3 * time.Minute
 )
 
-// Options choose the pod of one workspace: the user's Settings as the
-// configuration resolved them, and what the session adds.
+// Options choose the pod of one workspace: the shared Spec and what only
+// a cluster has.
 type Options struct {
-	// Settings are the user's choices, passed whole. Image is an image
-	// reference the cluster has or can pull (empty: the built-in image's
-	// tag); a Dockerfile or devcontainer.json needs a registry, which this
-	// backend does not have (ImageError). Env is resolved once, with
-	// LookupEnv, and reaches the session's helper over its channel (never
-	// the pod's spec). Network is ask (the default: no network of the
-	// pod's own where the cluster enforces NetworkPolicy, every connection
-	// through Egress), open or none. Idle ends the pod once no session has
-	// been open in it for that long. Pids is the kubelet's to set, not a
-	// pod's. KubeContext and Namespace were used by Connect.
-	sandbox.Settings
-	// Workspace is the absolute host path; the pod holds the workspace at
-	// the same path, on the workspace's claim (empty at first: copying it
-	// in and out is the caller's).
-	Workspace string
-	// LookupEnv reads the host environment for Env's bare names; default
-	// os.LookupEnv.
-	LookupEnv func(string) (string, bool)
-	// Egress serves the connections commands make in ask mode; nil leaves
-	// an ask-mode sandbox without any way out.
-	Egress sandbox.Egress
-	// UID and GID run every process of the pod; default the current
-	// user's.
-	UID, GID int
-	// UserName names the passwd entry made for UID; default the host's name.
-	UserName string
-	// HelperBinary is a static Linux build of the helper delivered into
-	// the pod; default helper.FindBinary.
-	HelperBinary string
+	// Spec is the session's sandbox. Image is an image reference the
+	// cluster has or can pull (empty: the built-in image's tag); a
+	// Dockerfile or devcontainer.json needs a registry, which this backend
+	// does not have (ImageError). Env is resolved once, with LookupEnv,
+	// and reaches the session's helper over its channel (never the pod's
+	// spec). Network is ask (the default: no network of the pod's own
+	// where the cluster enforces NetworkPolicy, every connection through
+	// Egress), open or none. Idle ends the pod once no session has been
+	// open in it for that long. Pids is the kubelet's to set, not a pod's.
+	// KubeContext and Namespace were used by Connect. The pod holds the
+	// workspace at the same path, on the workspace's claim (empty at
+	// first: copying it in and out is the caller's).
+	sandbox.Spec
 	// ClaimSize is the storage the workspace's claim requests (default
 	// DefaultClaimSize). Its class is Settings.StorageClass.
 	ClaimSize int64
 	// StartTimeout bounds a new pod's start (default DefaultStartTimeout).
 	StartTimeout time.Duration
-	// Version is recorded in a label.
-	Version string
-	// Progress receives human-readable lines while the sandbox starts.
-	Progress io.Writer
-	// Notices receives what the sandbox did outside a command; nil writes
-	// them to Progress.
-	Notices func(string)
 }
 
 // withDefaults fills unset fields and checks the result.

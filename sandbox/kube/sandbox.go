@@ -174,7 +174,7 @@ func (s *Sandbox) Info() sandbox.Info {
 		engine = s.c.server
 	}
 	engine += " (namespace " + s.c.ns + ")"
-	return sandbox.Info{Kind: "kubernetes", Workspace: s.opts.Workspace, Image: s.opts.Image, Container: s.pod, Helper: helperPath, Copy: true, Engine: engine}
+	return sandbox.Info{Kind: sandbox.BackendKubernetes, Workspace: s.opts.Workspace, Image: s.opts.Image, Container: s.pod, Helper: helperPath, Copy: true, Engine: engine, Place: "the Kubernetes cluster " + engine}
 }
 
 // Pod is the name of the pod the session last used.

@@ -1,32 +1,22 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/shiroagent/shiro/images"
-	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/trust"
 	"github.com/shiroagent/shiro/sandbox"
-	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
 
@@ -89,6 +79,12 @@ type doctor struct {
 	out    io.Writer
 	failed bool
 }
+
+var _ sandbox.Report = (*doctor)(nil)
+
+// OK and Fail are the backend's way to report its checks.
+func (d *doctor) OK(name, format string, args ...any) { d.ok(name, format, args...) }
+func (d *doctor) Fail(name, problem, fix string)      { d.fail(name, problem, fix) }
 
 func (d *doctor) ok(name, format string, args ...any) {
 	fmt.Fprintf(d.out, "✓ %-9s %s\n", name, fmt.Sprintf(format, args...))
@@ -212,225 +208,20 @@ func (d *doctor) checkMCP(ctx context.Context, cfg config.Config, sc orchestrato
 	}
 }
 
-// checkSandbox checks the engine, the image, its tools and the workspace
-// mount, each needing the one before.
+// checkSandbox runs the checks of the backend the settings choose: its
+// engine, the image, a sandbox and how it holds the workspace.
 func (d *doctor) checkSandbox(ctx context.Context, sc orchestrator.SandboxConfig) {
-	if sc.Backend == sandbox.BackendKubernetes {
-		d.checkKube(ctx, sc)
-		return
-	}
-	eng, err := docker.Connect(ctx)
+	b, err := sc.LookupBackend()
 	if err != nil {
-		d.fail("engine", err.Error(), "")
-		for _, name := range []string{"image", "tools", "workspace"} {
-			d.fail(name, "not checked: no engine", "")
-		}
+		d.fail("sandbox", err.Error(), "")
 		return
 	}
-	defer eng.Close()
-	info, err := eng.Info(ctx)
+	spec, err := sc.Spec()
 	if err != nil {
-		d.fail("engine", err.Error(), "check that DOCKER_HOST points at a Docker engine")
-	} else {
-		mode := "rootful"
-		switch {
-		case info.Rootless:
-			mode = "rootless"
-		case info.UserNS:
-			mode = "rootful with user namespace remapping"
-		}
-		d.ok("engine", "Docker %s (API %s, %s) at %s", info.ServerVersion, info.APIVersion, mode, info.Host)
-	}
-
-	img, ok := d.checkImage(ctx, eng, sc)
-	if !ok {
-		d.fail("tools", "not checked: no image", "")
-		d.fail("workspace", "not checked: no image", "")
+		d.fail("sandbox", err.Error(), "")
 		return
 	}
-	sb, err := orchestrator.OpenDockerImage(ctx, eng, sc, img)
-	if err != nil {
-		d.fail("tools", "cannot open the sandbox: "+err.Error(), "")
-		d.fail("workspace", "not checked: no sandbox", "")
-		return
-	}
-	defer sb.Close()
-	d.checkTools(ctx, sb)
-	if sb.Info().Copy {
-		d.checkCopy(ctx, sb, sc.Workspace, !eng.Local())
-	} else if d.checkWorkspace(ctx, sb, sc.Workspace) {
-		for _, p := range sb.Protections(ctx) {
-			if p.OK {
-				d.ok(p.Name, "%s", p.Detail)
-			} else {
-				d.fail(p.Name, p.Detail, p.Fix)
-			}
-		}
-	}
-	d.ok("sandbox", "network %s, memory %s, %g CPUs, %d processes", describeNetwork(sc),
-		formatBytes(orDefaultInt(sc.Memory, docker.DefaultMemory)), orDefaultFloat(sc.CPUs, docker.DefaultCPUs), orDefaultInt(sc.Pids, docker.DefaultPids))
-}
-
-// checkImage finds the image without pulling it or building the default
-// one; a project's Dockerfile or devcontainer.json is built when it
-// changed, as a session would, since a build that fails is what there is
-// to know.
-func (d *doctor) checkImage(ctx context.Context, eng *docker.Engine, sc orchestrator.SandboxConfig) (docker.ResolvedImage, bool) {
-	var img docker.ResolvedImage
-	if sc.Image == "" {
-		present, err := eng.ImageExists(ctx, images.Tag())
-		if err != nil {
-			d.fail("image", err.Error(), "")
-			return img, false
-		}
-		if !present {
-			d.fail("image", "the built-in image "+images.Tag()+" is not present", "run `shiro image build` (or just start shiro: it builds it)")
-			return img, false
-		}
-		img = docker.Reference(images.Tag())
-	} else {
-		progress := sc.Progress
-		if progress == nil {
-			progress = io.Discard
-		}
-		var err error
-		img, err = eng.ResolveImage(ctx, docker.ImageRequest{Spec: sc.Image, Workspace: sc.Workspace, FromProject: sc.ImageFromProject, NoPull: true, Progress: progress, Build: sc.BuildLimits()})
-		if err != nil {
-			var missing *docker.UnavailableImageError
-			if errors.As(err, &missing) {
-				d.fail("image", missing.Ref+" is not present locally", "`docker pull "+missing.Ref+"` (shiro pulls it when it starts), `docker load`, or --image with a Dockerfile")
-			} else {
-				d.fail("image", err.Error(), "")
-			}
-			return img, false
-		}
-	}
-	desc, err := eng.DescribeImage(ctx, img.Ref)
-	if err != nil {
-		d.fail("image", err.Error(), "")
-		return img, false
-	}
-	d.ok("image", "%s", desc)
-	return img, true
-}
-
-// versionPattern finds a version number in a --version line.
-var versionPattern = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)
-
-// imageTools are what shiro's container-side tools need, and what a
-// missing one costs.
-var imageTools = []struct{ name, without string }{
-	{"bash", "the bash tool falls back to sh"},
-	{"rg", "grep falls back to a slower Go search"},
-	{"git", "the git tools fall back to a built-in reader"},
-}
-
-func (d *doctor) checkTools(ctx context.Context, sb sandbox.Sandbox) {
-	var found, missing []string
-	for _, t := range imageTools {
-		var out bytes.Buffer
-		res, err := sb.Run(ctx, sandbox.Command{Args: []string{t.name, "--version"}, Stdout: &out, Timeout: 30 * time.Second})
-		switch {
-		case errors.Is(err, exec.ErrNotFound):
-			missing = append(missing, t.name)
-		case err != nil:
-			d.fail("tools", fmt.Sprintf("running %s in the sandbox failed: %v", t.name, err), "")
-			return
-		case res.ExitCode != 0:
-			missing = append(missing, t.name+" (exits "+fmt.Sprint(res.ExitCode)+")")
-		default:
-			v := versionPattern.FindString(out.String())
-			found = append(found, strings.TrimSpace(t.name+" "+v))
-		}
-	}
-	if len(missing) == 0 {
-		d.ok("tools", "%s", strings.Join(found, ", "))
-		return
-	}
-	var costs []string
-	for _, t := range imageTools {
-		for _, m := range missing {
-			if strings.HasPrefix(m, t.name) {
-				costs = append(costs, t.without)
-			}
-		}
-	}
-	d.fail("tools", "the image lacks "+strings.Join(missing, ", ")+" ("+strings.Join(costs, "; ")+")",
-		"install them in the image (Debian: apt-get install bash ripgrep git), or use the built-in image")
-}
-
-// checkWorkspace writes a file from the sandbox and looks at its owner on
-// this side. It reports whether the sandbox works well enough for the
-// protections to be checked.
-func (d *doctor) checkWorkspace(ctx context.Context, sb sandbox.Sandbox, ws string) bool {
-	var suffix [4]byte
-	_, _ = rand.Read(suffix[:])
-	name := ".shiro-doctor-" + hex.EncodeToString(suffix[:])
-	probe := filepath.Join(ws, name)
-	defer removeProbe(ws, name)
-	res, err := sb.Run(ctx, sandbox.Command{Shell: ": > " + name, Timeout: 30 * time.Second})
-	if errors.Is(err, sandbox.ErrNoShell) {
-		d.fail("workspace", "not checked: the image has no shell", "use an image with sh or bash")
-		return false
-	}
-	if err != nil || res.ExitCode != 0 {
-		d.fail("workspace", fmt.Sprintf("the sandbox cannot write the workspace (exit %d, %v)", res.ExitCode, err),
-			"check the workspace's permissions; on SELinux hosts the engine may need the directory labelled (chcon -t container_file_t)")
-		return false
-	}
-	fi, err := os.Lstat(probe)
-	if err != nil {
-		d.fail("workspace", "a file written in the sandbox is not in the workspace: "+err.Error(),
-			"the engine cannot bind-mount this directory (a remote engine, or Docker Desktop without file sharing for it)")
-		return false
-	}
-	uid, gid, known := fileOwner(fi)
-	me, myGID := os.Getuid(), os.Getgid()
-	if known && (uid != me || gid != myGID) {
-		d.fail("workspace", fmt.Sprintf("a file written in the sandbox belongs to %d:%d, not to you (%d:%d)", uid, gid, me, myGID),
-			"rootless and user-namespace-remapped engines map the sandbox's ids to other ids on this machine; use a rootful engine (or Docker Desktop)")
-		return true
-	}
-	if !known {
-		d.ok("workspace", "the sandbox can write the workspace")
-		return true
-	}
-	d.ok("workspace", "files written in the sandbox belong to you (%d:%d)", me, myGID)
-	return true
-}
-
-// removeProbe removes the file name the sandbox wrote in the workspace ws,
-// through the workspace's write gate (the sandbox may have put anything
-// there since).
-func removeProbe(ws, name string) {
-	gate, err := hostwrite.Open(ws)
-	if err != nil {
-		return
-	}
-	defer gate.Close()
-	_ = gate.Remove(name)
-}
-
-// checkCopy checks a sandbox that works on a copy of the workspace: it
-// can write its copy, and what it writes does not reach the workspace.
-func (d *doctor) checkCopy(ctx context.Context, sb sandbox.Sandbox, ws string, remote bool) {
-	var suffix [4]byte
-	_, _ = rand.Read(suffix[:])
-	name := ".shiro-doctor-" + hex.EncodeToString(suffix[:])
-	res, err := sb.Run(ctx, sandbox.Command{Shell: ": > " + name + " && rm " + name, Timeout: 30 * time.Second})
-	if err != nil || res.ExitCode != 0 {
-		d.fail("workspace", fmt.Sprintf("the sandbox cannot write its copy of the workspace (exit %d, %v)", res.ExitCode, err), "remove the sandbox (`shiro sandbox rm`); the next session makes it again")
-		return
-	}
-	if _, err := os.Lstat(filepath.Join(ws, name)); err == nil {
-		d.fail("workspace", "copy mode, but a file the sandbox wrote is in the workspace", "remove the sandbox (`shiro sandbox rm`) and report it")
-		return
-	}
-	why := "--workspace copy"
-	if remote {
-		why = "the engine is not on this machine"
-	}
-	d.ok("workspace", "a copy in the sandbox (%s): your files change only when you apply its changes (/apply, or --apply with -p); git on this machine never sees what the sandbox does", why)
+	b.Doctor(ctx, spec, d)
 }
 
 // checkProvider checks the API key and asks the endpoint for its models.
@@ -513,27 +304,6 @@ func describeHTTPError(err error, key string) string {
 	return msg
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func orDefaultInt(v, def int64) int64 {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
-func orDefaultFloat(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
 // formatBytes shows a size the way the flags take it (4g, 512m).
 func formatBytes(n int64) string {
 	for _, u := range []struct {
@@ -545,16 +315,4 @@ func formatBytes(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-// describeNetwork says which network mode is active and what it means.
-func describeNetwork(sc orchestrator.SandboxConfig) string {
-	switch n := orDefault(sc.Network, docker.DefaultNetwork); n {
-	case docker.NetworkAsk:
-		return fmt.Sprintf("ask (every connection through shiro's proxy; %d allow and %d deny rules)", len(sc.HostRules.Allow), len(sc.HostRules.Deny))
-	case docker.NetworkOpen, "bridge":
-		return "open (Docker's bridge: the host, the LAN and the internet are reachable)"
-	default:
-		return n
-	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shiroagent/shiro/images"
-	"github.com/shiroagent/shiro/sandbox/docker"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // ImageOptions are the inputs of `shiro image build`.
@@ -17,7 +17,7 @@ type ImageOptions struct {
 }
 
 // NewCmdImage builds `shiro image`.
-func NewCmdImage(f *Factory, runF func(*ImageOptions) error) *cobra.Command {
+func NewCmdImage(f *Factory, sf *SandboxFlags, runF func(*ImageOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Build the default sandbox image",
@@ -27,7 +27,8 @@ func NewCmdImage(f *Factory, runF func(*ImageOptions) error) *cobra.Command {
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build the default sandbox image (" + images.Tag() + ")",
-		Long: `Build the default sandbox image through the Docker Engine API.
+		Long: `Build the default sandbox image on the sandbox backend (the Docker engine
+by default; --backend chooses another).
 
 By default the Dockerfile is built, and when its base image cannot be pulled
 (no registry) the same image is made from Debian packages instead
@@ -40,35 +41,15 @@ By default the Dockerfile is built, and when its base image cannot be pulled
 			if runF != nil {
 				return runF(opts)
 			}
-			eng, err := docker.Connect(cmd.Context())
+			b, err := sandbox.Lookup(f.sandboxSettings(sf).Backend)
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
-			if opts.IfMissing {
-				ok, err := eng.ImageExists(cmd.Context(), images.Tag())
-				if err != nil {
-					return err
-				}
-				if ok {
-					fmt.Fprintln(f.Out, images.Tag())
-					return nil
-				}
-			}
-			bo := docker.BuildOptions{Progress: f.ErrOut}
-			switch {
-			case opts.Offline:
-				bo.Offline = true
-				err = eng.BuildDefaultImage(cmd.Context(), bo)
-			case opts.Online:
-				err = eng.BuildDefaultImage(cmd.Context(), bo)
-			default:
-				err = eng.BuildDefaultImageAuto(cmd.Context(), bo)
-			}
+			ref, err := b.BuildImage(cmd.Context(), sandbox.ImageBuild{IfMissing: opts.IfMissing, Offline: opts.Offline, Online: opts.Online, Progress: f.ErrOut})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(f.Out, images.Tag())
+			fmt.Fprintln(f.Out, ref)
 			return nil
 		},
 	}

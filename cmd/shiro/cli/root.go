@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools"
 )
 
@@ -47,7 +49,7 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl.Int64Var(&s.Pids, "pids", 0, "sandbox process limit (default 1024)")
 	fl.StringVar(&s.Network, "network", "", "sandbox network: ask (default: every host through shiro's proxy, by your rules), open or none")
 	fl.StringArrayVar(&s.AllowHosts, "allow-host", nil, "let the sandbox reach a host in ask mode: example.com, *.example.com or host:port; repeatable")
-	fl.StringVar(&s.Backend, "backend", "", "where sandboxes run: docker (default) or kubernetes")
+	fl.StringVar(&s.Backend, "backend", "", "where sandboxes run: "+strings.Join(sandbox.Backends(), ", ")+" (default "+sandbox.DefaultBackend+")")
 	fl.StringVar(&s.Workspace, "workspace", "", "how the sandbox holds the workspace: mount (default on a local Docker engine) or copy (changes reach it with /apply or --apply)")
 	fl.StringVar(&s.KubeContext, "kube-context", "", "the kubeconfig context of the kubernetes backend (default: the current one)")
 	fl.StringVar(&s.Namespace, "namespace", "", "the Kubernetes namespace of the kubernetes backend (default: the context's)")
@@ -249,7 +251,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdSessions(f),
 		NewCmdUndo(f, nil),
 		NewCmdSandbox(f, sf),
-		NewCmdImage(f, nil),
+		NewCmdImage(f, sf, nil),
 		NewCmdDoctor(f, sf, nil),
 		NewCmdTrust(f),
 		NewCmdHelper(f),

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,8 +18,6 @@ import (
 	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/sandbox"
-	"github.com/shiroagent/shiro/sandbox/docker"
-	"github.com/shiroagent/shiro/sandbox/kube"
 )
 
 // NewCmdSandbox builds `shiro sandbox` and its subcommands.
@@ -33,102 +32,86 @@ func NewCmdSandbox(f *Factory, sf *SandboxFlags) *cobra.Command {
 	return cmd
 }
 
-// kubeCluster connects to the Kubernetes backend when the settings (the
-// flags, then the configuration of the current directory) choose it; nil
-// when they do not.
-func (f *Factory) kubeCluster(ctx context.Context, sf *SandboxFlags) (*kube.Cluster, error) {
+// sandboxSettings are the settings `shiro sandbox` acts with: the flags,
+// then the configuration of the current directory.
+func (f *Factory) sandboxSettings(sf *SandboxFlags) sandbox.Settings {
 	settings := sandbox.Settings{Backend: sf.Backend, KubeContext: sf.KubeContext, Namespace: sf.Namespace}
 	if ws, err := f.workspace(); err == nil {
 		if cfg, _, err := f.loadConfigAsked(ws, sf, nil); err == nil {
 			settings = cfg.Sandbox
 		}
 	}
-	if settings.Backend != sandbox.BackendKubernetes {
-		return nil, nil
-	}
-	return kube.Connect(ctx, kube.ConnectOptions{Context: settings.KubeContext, Namespace: settings.Namespace})
+	return settings
 }
 
-// sandboxEngines are the backends `sandbox ls/stop/rm/prune` act on: the
-// Docker engine (unless the Kubernetes backend is chosen and no engine
-// answers) and the cluster when the Kubernetes backend is chosen.
-func (f *Factory) sandboxEngines(ctx context.Context, sf *SandboxFlags) (*docker.Engine, *kube.Cluster, error) {
-	cl, err := f.kubeCluster(ctx, sf)
-	if err != nil {
-		return nil, nil, err
-	}
-	eng, err := docker.Connect(ctx)
-	if err != nil {
-		if cl == nil {
-			return nil, nil, err
+// managers are the engines `sandbox ls/stop/rm/prune` act on: the chosen
+// backend's, and the default backend's (this machine's Docker engine)
+// when another is chosen and it answers.
+func (f *Factory) managers(ctx context.Context, sf *SandboxFlags) ([]sandbox.Manager, error) {
+	settings := f.sandboxSettings(sf)
+	chosen := cmp.Or(settings.Backend, sandbox.DefaultBackend)
+	var out []sandbox.Manager
+	if chosen != sandbox.DefaultBackend {
+		if def, err := sandbox.Lookup(sandbox.DefaultBackend); err == nil {
+			if m, err := def.Manage(ctx, sandbox.Settings{}); err == nil {
+				out = append(out, m)
+			}
 		}
-		eng = nil
 	}
-	return eng, cl, nil
+	b, err := sandbox.Lookup(chosen)
+	if err == nil {
+		var m sandbox.Manager
+		if m, err = b.Manage(ctx, settings); err == nil {
+			return append(out, m), nil
+		}
+	}
+	closeAll(out)
+	return nil, err
 }
 
-// kubeEntry is a pod in `sandbox ls --json`.
-type kubeEntry struct {
-	kube.PodInfo
-	Backend string `json:"backend"`
+func closeAll(ms []sandbox.Manager) {
+	for _, m := range ms {
+		m.Close()
+	}
 }
 
 func newCmdSandboxLs(f *Factory, sf *SandboxFlags) *cobra.Command {
 	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "List shiro's containers (all workspaces)",
+		Short: "List shiro's sandboxes (all workspaces)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eng, cl, err := f.sandboxEngines(cmd.Context(), sf)
+			ms, err := f.managers(cmd.Context(), sf)
 			if err != nil {
 				return err
 			}
-			var list []docker.ContainerInfo
-			if eng != nil {
-				defer eng.Close()
-				if list, err = eng.List(cmd.Context(), ""); err != nil {
+			defer closeAll(ms)
+			list := []sandbox.Entry{}
+			for _, m := range ms {
+				l, err := m.List(cmd.Context(), "")
+				if err != nil {
 					return err
 				}
-			}
-			var pods []kube.PodInfo
-			if cl != nil {
-				if pods, err = cl.List(cmd.Context(), ""); err != nil {
-					return err
-				}
+				list = append(list, l...)
 			}
 			if asJSON {
 				enc := json.NewEncoder(termsafe.JSON(f.Out))
 				enc.SetIndent("", "  ")
-				if cl == nil {
-					return enc.Encode(list)
-				}
-				all := make([]any, 0, len(list)+len(pods))
-				for _, c := range list {
-					all = append(all, c)
-				}
-				for _, p := range pods {
-					all = append(all, kubeEntry{PodInfo: p, Backend: sandbox.BackendKubernetes})
-				}
-				return enc.Encode(all)
+				return enc.Encode(list)
 			}
-			if len(list)+len(pods) == 0 {
+			if len(list) == 0 {
 				fmt.Fprintln(f.Out, "No sandbox containers.")
 				return nil
 			}
 			tw := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "WORKSPACE\tCONTAINER\tIMAGE\tSTATE\tCREATED\tLAST USED")
-			gone := func(ws string, orphaned bool) string {
-				if orphaned {
-					return termsafe.Name(ws) + " (gone)"
+			for _, e := range list {
+				ws := termsafe.Name(e.Workspace)
+				if e.Orphaned {
+					ws += " (gone)"
 				}
-				return termsafe.Name(ws)
-			}
-			for _, c := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", gone(c.Workspace, c.Orphaned), c.Container, c.Image, c.State, ago(c.Created), ago(c.LastUsed))
-			}
-			for _, p := range pods {
-				fmt.Fprintf(tw, "%s\tpod/%s/%s\t%s\t%s\t%s\t-\n", gone(p.Workspace, p.Orphaned), p.Namespace, p.Pod, p.Image, p.State, ago(p.Created))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ws, termsafe.Name(e.String()), termsafe.Name(e.Image), e.State, ago(e.Created), ago(e.LastUsed))
 			}
 			return tw.Flush()
 		},
@@ -173,58 +156,23 @@ func newCmdSandboxStop(f *Factory, sf *SandboxFlags, remove bool) *cobra.Command
 					return err
 				}
 			}
-			eng, cl, err := f.sandboxEngines(cmd.Context(), sf)
+			ms, err := f.managers(cmd.Context(), sf)
 			if err != nil {
 				return err
 			}
+			defer closeAll(ms)
 			verb := map[bool]string{true: "removing", false: "stopping"}[remove]
-			var errs []error
 			n := 0
-			if eng != nil {
-				defer eng.Close()
-				list, err := eng.List(cmd.Context(), ws)
-				if err != nil {
-					return err
-				}
-				ids := make([]string, 0, len(list))
-				for _, c := range list {
-					if remove || c.State == "running" {
-						ids = append(ids, c.ID)
-						fmt.Fprintf(f.ErrOut, "%s %s (%s)\n", verb, c.Container, termsafe.Name(c.Workspace))
-					}
-				}
-				n += len(ids)
-				if remove {
-					errs = append(errs, eng.Remove(cmd.Context(), ids...))
-				} else {
-					errs = append(errs, eng.Stop(cmd.Context(), ids...))
-				}
+			report := func(it sandbox.Item) {
+				n++
+				fmt.Fprintf(f.ErrOut, "%s %s\n", verb, describeItem(it, false))
 			}
-			if cl != nil {
-				// A pod stops by being deleted; rm deletes its claim too (the
-				// workspace's copy in the cluster and its HOME).
-				pods, err := cl.List(cmd.Context(), ws)
-				if err != nil {
-					return err
-				}
-				var names []string
-				for _, p := range pods {
-					if remove || p.State == kube.StateRunning || p.State == kube.StatePending {
-						names = append(names, p.Pod)
-						fmt.Fprintf(f.ErrOut, "%s pod %s/%s (%s)\n", verb, p.Namespace, p.Pod, termsafe.Name(p.Workspace))
-					}
-				}
-				n += len(names)
+			var errs []error
+			for _, m := range ms {
 				if remove {
-					errs = append(errs, cl.Remove(cmd.Context(), names...))
-					claims, err := cl.RemoveClaims(cmd.Context(), ws)
-					for _, c := range claims {
-						fmt.Fprintf(f.ErrOut, "removed claim %s/%s\n", cl.Namespace(), c)
-					}
-					n += len(claims)
-					errs = append(errs, err)
+					errs = append(errs, m.Remove(cmd.Context(), ws, report))
 				} else {
-					errs = append(errs, cl.Stop(cmd.Context(), names...))
+					errs = append(errs, m.Stop(cmd.Context(), ws, report))
 				}
 			}
 			if n == 0 {
@@ -244,41 +192,23 @@ func newCmdSandboxPrune(f *Factory, sf *SandboxFlags) *cobra.Command {
 		Short: "Remove stopped sandbox containers, and those (and home volumes) of workspaces that no longer exist",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eng, cl, err := f.sandboxEngines(cmd.Context(), sf)
+			ms, err := f.managers(cmd.Context(), sf)
 			if err != nil {
 				return err
 			}
+			defer closeAll(ms)
 			verb := "removed"
 			if dryRun {
 				verb = "would remove"
 			}
 			n := 0
-			var errs []error
-			if eng != nil {
-				defer eng.Close()
-				rep, err := eng.Prune(cmd.Context(), dryRun)
-				for _, c := range rep.Containers {
-					fmt.Fprintf(f.Out, "%s container %s (%s, %s)\n", verb, c.Container, termsafe.Name(c.Workspace), c.State)
-				}
-				for _, v := range rep.Volumes {
-					fmt.Fprintf(f.Out, "%s volume %s\n", verb, v)
-				}
-				n += len(rep.Containers) + len(rep.Volumes)
-				errs = append(errs, err)
+			report := func(it sandbox.Item) {
+				n++
+				fmt.Fprintf(f.Out, "%s %s\n", verb, describeItem(it, true))
 			}
-			if cl != nil {
-				rep, err := cl.Prune(cmd.Context(), dryRun)
-				for _, p := range rep.Pods {
-					fmt.Fprintf(f.Out, "%s pod %s/%s (%s, %s)\n", verb, p.Namespace, p.Pod, termsafe.Name(p.Workspace), p.State)
-				}
-				for _, c := range rep.Claims {
-					fmt.Fprintf(f.Out, "%s claim %s/%s\n", verb, cl.Namespace(), c)
-				}
-				for _, c := range rep.ConfigMaps {
-					fmt.Fprintf(f.Out, "%s config map %s/%s\n", verb, cl.Namespace(), c)
-				}
-				n += len(rep.Pods) + len(rep.Claims) + len(rep.ConfigMaps)
-				errs = append(errs, err)
+			var errs []error
+			for _, m := range ms {
+				errs = append(errs, m.Prune(cmd.Context(), dryRun, report))
 			}
 			if n == 0 {
 				fmt.Fprintln(f.Out, "Nothing to prune.")
@@ -288,6 +218,19 @@ func newCmdSandboxPrune(f *Factory, sf *SandboxFlags) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only say what would be removed")
 	return cmd
+}
+
+// describeItem writes what a sandbox command acts on: its kind and name,
+// then its workspace (and, with state, its state) when known.
+func describeItem(it sandbox.Item, state bool) string {
+	s := it.Kind + " " + termsafe.Name(it.Name)
+	switch {
+	case it.Workspace != "" && state && it.State != "":
+		s += " (" + termsafe.Name(it.Workspace) + ", " + it.State + ")"
+	case it.Workspace != "":
+		s += " (" + termsafe.Name(it.Workspace) + ")"
+	}
+	return s
 }
 
 func newCmdSandboxShell(f *Factory, sf *SandboxFlags) *cobra.Command {
