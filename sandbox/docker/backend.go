@@ -261,7 +261,7 @@ func (backend) Doctor(ctx context.Context, spec sandbox.Spec, r sandbox.Report) 
 func describeNetwork(n string) string {
 	switch cmp.Or(n, DefaultNetwork) {
 	case NetworkAsk:
-		return "ask (every connection through shiro's proxy, which asks you about hosts no rule decides)"
+		return "ask (every connection through shiro's proxy)"
 	case NetworkOpen, "bridge":
 		return "open (Docker's bridge: the host, the LAN and the internet are reachable)"
 	}

@@ -222,6 +222,9 @@ func (d *doctor) checkSandbox(ctx context.Context, sc orchestrator.SandboxConfig
 		return
 	}
 	b.Doctor(ctx, spec, d)
+	if spec.Egress != nil {
+		d.ok("rules", "%d allow and %d deny rules decide the sandbox's connections before shiro asks you", len(sc.HostRules.Allow), len(sc.HostRules.Deny))
+	}
 }
 
 // checkProvider checks the API key and asks the endpoint for its models.
