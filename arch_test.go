@@ -52,7 +52,7 @@ var sdkHomes = map[string][]string{
 	"github.com/openai/openai-go":            {"agent/provider/openai"},
 	"github.com/modelcontextprotocol/go-sdk": {"tools/mcp", "integration"},
 	"github.com/charmbracelet":               {"orchestrator/tui"},
-	"github.com/go-git/go-git":               {"tools/gitrepo", "orchestrator/checkpoint"},
+	"github.com/go-git/go-git":               {"tools/gitrepo", "orchestrator/checkpoint", "sandbox/gitshadow"},
 	"github.com/sergi/go-diff":               {"tools/gitrepo", "orchestrator/checkpoint"},
 	"github.com/spf13/cobra":                 {"cmd/shiro/cli"},
 	"mvdan.cc/sh":                            {"agent/shellcmd"},

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/shiroagent/shiro/internal/hostwrite"
 )
 
@@ -43,105 +44,98 @@ func sameStaging(a, b []byte) bool {
 	return erra == nil && errb == nil && slices.Equal(ea, eb)
 }
 
+// maxIndexNames caps the bytes of all the paths of one index. In a
+// version 2 or 3 index they are bounded by the file; version 4 writes each
+// path as a suffix of the one before, so 60-odd bytes of the file can make
+// a path as long as the last plus one byte, and the paths' total grows
+// with the square of the entries.
+const maxIndexNames = maxMirroredFile
+
 // indexEntries checks an index (see validateIndex) and returns its
 // entries.
 func indexEntries(b []byte) ([]indexEntry, error) {
-	var out []indexEntry
+	return decodeIndex(b, maxIndexNames)
+}
+
+// decodeIndex decodes an index with go-git's decoder, which reads the
+// versions 2 to 4, each entry as git does (a version 2 or 3 path as long
+// as its flags say, a version 4 path from the previous one and a prefix
+// length it checks), the extensions (refusing a mandatory one it does not
+// know: a split or sparse index) and the checksum of what it read. Around
+// it: the checksum of the whole file (the decoder leaves up to 27 bytes
+// after it unread), the total of the paths of a version 4 index before
+// they are built, and every path and mode.
+func decodeIndex(b []byte, maxNames int64) ([]indexEntry, error) {
 	if len(b) < 12+20 {
 		return nil, errors.New("index too short")
 	}
-	if !bytes.Equal(b[:4], []byte("DIRC")) {
-		return nil, errors.New("not an index")
-	}
-	version := binary.BigEndian.Uint32(b[4:8])
-	if version < 2 || version > 4 {
-		return nil, fmt.Errorf("index version %d", version)
-	}
-	body, sum := b[:len(b)-20], b[len(b)-20:]
-	if got := sha1.Sum(body); !bytes.Equal(got[:], sum) {
+	if got := sha1.Sum(b[:len(b)-20]); !bytes.Equal(got[:], b[len(b)-20:]) {
 		return nil, errors.New("index checksum mismatch")
 	}
-	count := int(binary.BigEndian.Uint32(b[8:12]))
-	pos := 12
-	prev := ""
-	for i := 0; i < count; i++ {
-		const fixed = 62 // stat data (40), object id (20), flags (2)
-		if pos+fixed > len(body) {
-			return nil, errors.New("index truncated")
-		}
-		mode := binary.BigEndian.Uint32(b[pos+24:])
-		flags := binary.BigEndian.Uint16(b[pos+60:])
-		start := pos
-		pos += fixed
-		if flags&0x4000 != 0 {
-			if version < 3 {
-				return nil, errors.New("extended flags in a version 2 index")
-			}
-			pos += 2 // skip-worktree and intent-to-add bits
-		}
-		var name string
-		if version == 4 {
-			strip, n := readV4Varint(b[pos:])
-			if n <= 0 || int(strip) > len(prev) {
-				return nil, errors.New("index path compression out of range")
-			}
-			pos += n
-			end := bytes.IndexByte(b[pos:len(body)], 0)
-			if end < 0 {
-				return nil, errors.New("index path unterminated")
-			}
-			name = prev[:len(prev)-int(strip)] + string(b[pos:pos+end])
-			pos += end + 1
-		} else {
-			end := bytes.IndexByte(b[pos:len(body)], 0)
-			if end < 0 {
-				return nil, errors.New("index path unterminated")
-			}
-			name = string(b[pos : pos+end])
-			pos += end + 1
-			// Entries are padded with NULs to a multiple of 8 bytes.
-			for (pos-start)%8 != 0 {
-				pos++
-			}
-			if pos > len(body) {
-				return nil, errors.New("index truncated")
-			}
-		}
-		if err := checkIndexPath(name); err != nil {
+	if bytes.Equal(b[:4], []byte("DIRC")) && binary.BigEndian.Uint32(b[4:8]) == 4 {
+		if err := v4NamesWithin(b[:len(b)-20], maxNames); err != nil {
 			return nil, err
 		}
+	}
+	var idx index.Index
+	if err := index.NewDecoder(bytes.NewReader(b)).Decode(&idx); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	out := make([]indexEntry, 0, len(idx.Entries))
+	for _, e := range idx.Entries {
+		// git reads a path as long as the entry says, but writes it out
+		// as a C string: "a/.git\0x" is a/.git to the filesystem.
+		if strings.IndexByte(e.Name, 0) >= 0 {
+			return nil, fmt.Errorf("index entry %q: NUL in the path", e.Name)
+		}
+		if idx.Version == 2 && (e.SkipWorktree || e.IntentToAdd) {
+			return nil, errors.New("extended flags in a version 2 index")
+		}
+		if err := checkIndexPath(e.Name); err != nil {
+			return nil, err
+		}
+		mode := uint32(e.Mode)
 		switch mode {
 		case 0o100644, 0o100755, 0o120000, gitlinkMode:
 		default:
-			return nil, fmt.Errorf("index entry %q has mode %o", name, mode)
+			return nil, fmt.Errorf("index entry %q has mode %o", e.Name, mode)
 		}
-		if mode == 0o120000 && strings.EqualFold(lastComponent(name), ".gitmodules") {
-			return nil, fmt.Errorf("index entry %q: .gitmodules as a symlink", name)
+		if mode == 0o120000 && strings.EqualFold(lastComponent(e.Name), ".gitmodules") {
+			return nil, fmt.Errorf("index entry %q: .gitmodules as a symlink", e.Name)
 		}
-		e := indexEntry{path: name, mode: mode, stage: (flags >> 12) & 3}
-		copy(e.oid[:], b[start+40:start+60])
-		out = append(out, e)
-		prev = name
-	}
-	// Extensions: a 4-byte signature and a 4-byte size each.
-	for pos < len(body) {
-		if pos+8 > len(body) {
-			return nil, errors.New("index extension truncated")
-		}
-		sig := string(b[pos : pos+4])
-		size := int(binary.BigEndian.Uint32(b[pos+4:]))
-		switch sig {
-		case "link":
-			return nil, errors.New("split index")
-		case "sdir":
-			return nil, errors.New("sparse index")
-		}
-		pos += 8 + size
-		if pos > len(body) || size < 0 {
-			return nil, errors.New("index extension truncated")
-		}
+		out = append(out, indexEntry{path: e.Name, mode: mode, oid: e.Hash, stage: uint16(e.Stage)})
 	}
 	return out, nil
+}
+
+// v4NamesWithin adds up the lengths of the paths of a version 4 index
+// (body: the file without its checksum) without building them, and
+// refuses one whose paths exceed limit bytes. Malformed entries are left to
+// the decoder.
+func v4NamesWithin(body []byte, limit int64) error {
+	count := int(binary.BigEndian.Uint32(body[8:12]))
+	pos, prev, total := 12, int64(0), int64(0)
+	for range count {
+		const fixed = 62 // stat data (40), object id (20), flags (2)
+		if pos+fixed > len(body) {
+			return nil
+		}
+		if binary.BigEndian.Uint16(body[pos+60:])&0x4000 != 0 {
+			pos += 2 // extended flags
+		}
+		pos += fixed
+		strip, n := readV4Varint(body[min(pos, len(body)):])
+		end := bytes.IndexByte(body[min(pos+max(n, 0), len(body)):], 0)
+		if n <= 0 || int64(strip) > prev || end < 0 {
+			return nil
+		}
+		prev = prev - int64(strip) + int64(end)
+		if total += prev; total > limit {
+			return fmt.Errorf("index paths of more than %d bytes", limit)
+		}
+		pos += n + end + 1
+	}
+	return nil
 }
 
 // newGitlinks lists the gitlinks (submodule entries) of the index b that

@@ -1,36 +1,32 @@
 package gitshadow
 
 import (
-	"bufio"
 	"bytes"
-	"compress/zlib"
-	"crypto/sha1"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	gitsync "github.com/go-git/go-git/v5/utils/sync"
 )
 
-// Object types as git numbers them in packs.
+// Object types: go-git's, which number them as git does in packs.
 const (
-	objCommit   = 1
-	objTree     = 2
-	objBlob     = 3
-	objTag      = 4
-	objOfsDelta = 6
-	objRefDelta = 7
+	objCommit   = plumbing.CommitObject
+	objTree     = plumbing.TreeObject
+	objBlob     = plumbing.BlobObject
+	objTag      = plumbing.TagObject
+	objOfsDelta = plumbing.OFSDeltaObject
+	objRefDelta = plumbing.REFDeltaObject
 )
-
-var typeNames = map[int]string{objCommit: "commit", objTree: "tree", objBlob: "blob", objTag: "tag"}
 
 // oidLen is the length of a SHA-1 object id in hex. SHA-256 repositories
 // are not mirrored back (see Syncer).
@@ -53,8 +49,11 @@ func validOID(s string) bool {
 // with objects whose content was checked against their name.
 type objectStore struct {
 	dir string // <gitdir>/objects
-	// packs caches the ids of each pack index read, by file name.
-	packs map[string][]string
+	// maxObject caps the size of one object (and of one delta's result)
+	// before anything of that size is allocated.
+	maxObject int64
+	// packs caches each pack index read, by file name (nil: unreadable).
+	packs map[string]*idxfile.MemoryIndex
 	// links are the objects each imported object names (commit: tree and
 	// parents; tree: entries; tag: object), for the connectivity check.
 	links map[string][]string
@@ -63,7 +62,13 @@ type objectStore struct {
 }
 
 func newObjectStore(gitDir string) *objectStore {
-	return &objectStore{dir: filepath.Join(gitDir, "objects"), packs: map[string][]string{}, links: map[string][]string{}, imported: map[string]bool{}}
+	return &objectStore{
+		dir:       filepath.Join(gitDir, "objects"),
+		maxObject: maxPackObjectBytes,
+		packs:     map[string]*idxfile.MemoryIndex{},
+		links:     map[string][]string{},
+		imported:  map[string]bool{},
+	}
 }
 
 // has reports whether the repository (or one of its alternates) holds oid.
@@ -85,13 +90,15 @@ func (s *objectStore) hasIn(dir, oid string, depth int) bool {
 			continue
 		}
 		key := filepath.Join(packDir, e.Name())
-		ids, ok := s.packs[key]
+		idx, ok := s.packs[key]
 		if !ok {
-			ids, _ = readIdxIDs(key)
-			s.packs[key] = ids
+			idx, _ = readPackIndex(key)
+			s.packs[key] = idx
 		}
-		i := sort.SearchStrings(ids, oid)
-		if i < len(ids) && ids[i] == oid {
+		if idx == nil {
+			continue
+		}
+		if found, _ := idx.Contains(plumbing.NewHash(oid)); found {
 			return true
 		}
 	}
@@ -117,25 +124,20 @@ func (s *objectStore) hasIn(dir, oid string, depth int) bool {
 	return false
 }
 
-// readIdxIDs returns the sorted object ids of a version 2 pack index.
-func readIdxIDs(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
+// readPackIndex reads a version 2 pack index with go-git's decoder, which
+// checks the index's own checksum and, given a file, its size against the
+// object count in its fan-out table before it allocates for the names.
+func readPackIndex(path string) (*idxfile.MemoryIndex, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) < 8+256*4 || !bytes.Equal(b[:4], []byte{0xff, 't', 'O', 'c'}) || binary.BigEndian.Uint32(b[4:8]) != 2 {
-		return nil, fmt.Errorf("%s: not a version 2 pack index", path)
+	defer f.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	n := int(binary.BigEndian.Uint32(b[8+255*4:]))
-	start := 8 + 256*4
-	if len(b) < start+n*20 {
-		return nil, fmt.Errorf("%s: truncated", path)
-	}
-	ids := make([]string, n)
-	for i := range n {
-		ids[i] = hex.EncodeToString(b[start+i*20 : start+(i+1)*20])
-	}
-	return ids, nil
+	return idx, nil
 }
 
 // importLoose checks that data (a loose object file: zlib of "type size\0"
@@ -147,11 +149,11 @@ func (s *objectStore) importLoose(oid string, data []byte) error {
 	if s.has(oid) {
 		return nil
 	}
-	typ, content, err := inflateLoose(data)
+	typ, content, got, err := inflateLoose(data, s.maxObject)
 	if err != nil {
 		return fmt.Errorf("loose object %s: %w", oid, err)
 	}
-	if got := objectID(typ, content); got != oid {
+	if got != oid {
 		return fmt.Errorf("loose object %s holds %s", oid, got)
 	}
 	links, err := objectLinks(typ, content)
@@ -170,45 +172,76 @@ func (s *objectStore) importLoose(oid string, data []byte) error {
 	return nil
 }
 
-// inflateLoose decodes a loose object.
-func inflateLoose(data []byte) (int, []byte, error) {
-	zr, err := zlib.NewReader(bytes.NewReader(data))
+// maxLooseHeader bounds a loose object's header ("commit 1234\0"): the
+// longest git writes is "commit" and a 19-digit size.
+const maxLooseHeader = 32
+
+// inflateLoose decodes a loose object with go-git's objfile reader (the
+// header's type and size, the content, its id) and returns its type,
+// content and id. The limits around the reader are the boundary's: the
+// reader collects the header a byte at a time until its NUL with no bound,
+// so the header must end within maxLooseHeader inflated bytes first; the
+// size it declares must be at most max before that much is allocated; the
+// content must be exactly that size, and nothing may follow the zlib
+// stream (git calls that garbage at the end of a loose object).
+func inflateLoose(data []byte, max int64) (plumbing.ObjectType, []byte, string, error) {
+	if err := looseHeaderEnds(data); err != nil {
+		return 0, nil, "", err
+	}
+	in := bytes.NewReader(data)
+	r, err := objfile.NewReader(in)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, "", err
 	}
-	defer zr.Close()
-	raw, err := io.ReadAll(zr)
+	defer r.Close()
+	typ, size, err := r.Header()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, "", err
 	}
-	header, content, ok := bytes.Cut(raw, []byte{0})
-	if !ok {
-		return 0, nil, errors.New("no header")
+	switch typ {
+	case objCommit, objTree, objBlob, objTag:
+	default: // objfile takes "ofs-delta" and "ref-delta" too
+		return 0, nil, "", fmt.Errorf("bad type %q", typ)
 	}
-	name, size, ok := strings.Cut(string(header), " ")
-	n, err := strconv.Atoi(size)
-	if !ok || err != nil || n != len(content) {
-		return 0, nil, fmt.Errorf("bad header %q", header)
+	if size < 0 || size > max {
+		return 0, nil, "", fmt.Errorf("header says %d bytes, more than %d", size, max)
 	}
-	for t, tn := range typeNames {
-		if tn == name {
-			return t, content, nil
-		}
+	content := make([]byte, size)
+	if _, err := io.ReadFull(r, content); err != nil {
+		return 0, nil, "", fmt.Errorf("shorter than its header says: %w", err)
 	}
-	return 0, nil, fmt.Errorf("bad type %q", name)
+	// Reading on to the end of the stream also checks its Adler-32.
+	if n, err := io.Copy(io.Discard, io.LimitReader(r, 1)); err != nil || n != 0 {
+		return 0, nil, "", fmt.Errorf("longer than its header says (%v)", err)
+	}
+	if in.Len() != 0 {
+		return 0, nil, "", fmt.Errorf("%d bytes after the zlib stream", in.Len())
+	}
+	return typ, content, r.Hash().String(), nil
 }
 
-// objectID is git's SHA-1 id of an object.
-func objectID(typ int, content []byte) string {
-	h := sha1.New()
-	fmt.Fprintf(h, "%s %d\x00", typeNames[typ], len(content))
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
+// looseHeaderEnds checks that a loose object's inflated data has its
+// header's NUL within maxLooseHeader bytes, inflating no more than that.
+func looseHeaderEnds(data []byte) error {
+	zr, err := gitsync.GetZlibReader(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	defer gitsync.PutZlibReader(zr)
+	var head [maxLooseHeader]byte
+	n, err := io.ReadFull(zr.Reader, head[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	if bytes.IndexByte(head[:n], 0) < 0 {
+		return errors.New("no header")
+	}
+	return nil
 }
 
 // objectLinks returns the ids an object names, checking that a commit,
 // tree or tag parses as one.
-func objectLinks(typ int, content []byte) ([]string, error) {
+func objectLinks(typ plumbing.ObjectType, content []byte) ([]string, error) {
 	switch typ {
 	case objBlob:
 		return nil, nil
@@ -275,8 +308,14 @@ func (s *objectStore) connected(oid string) error {
 	return nil
 }
 
-// maxPackObjectBytes caps what one pack import holds in memory.
+// maxPackObjectBytes caps what one pack import holds in memory, and the
+// size of one object.
 const maxPackObjectBytes = 1 << 30
+
+// maxDeltaDepth is git's own limit on a delta chain (pack-objects'
+// --depth cannot exceed it); a longer chain is refused rather than
+// resolved through that many bases.
+const maxDeltaDepth = 4095
 
 // importPack checks a pack (every object's content against its id, every
 // delta resolved within the pack, the trailer) and writes it with an index
@@ -295,16 +334,20 @@ func (s *objectStore) importPack(path, name string) error {
 		return err
 	}
 	defer f.Close()
-	p, err := parsePack(f)
+	p, err := parsePack(f, s.maxObject)
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 	}
 	for _, e := range p.entries {
-		if err := s.noteLinks(e.oid, e.typ, p, e); err != nil {
+		if err := s.noteLinks(e.oid.String(), e.typ, p, e); err != nil {
 			return fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 		}
 	}
-	name = "pack-" + hex.EncodeToString(p.checksum)
+	idx, err := p.index()
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", filepath.Base(path), err)
+	}
+	name = "pack-" + p.checksum.String()
 	packDir := filepath.Join(s.dir, "pack")
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		return err
@@ -319,16 +362,16 @@ func (s *objectStore) importPack(path, name string) error {
 		return err
 	}
 	// The index goes last: git sees a pack once its index is there.
-	if err := writeFileAtomic(filepath.Join(packDir, name+".idx"), p.index(), 0o444); err != nil {
+	if err := writeFileAtomic(filepath.Join(packDir, name+".idx"), idx, 0o444); err != nil {
 		return err
 	}
 	for _, e := range p.entries {
-		s.imported[e.oid] = true
+		s.imported[e.oid.String()] = true
 	}
 	return nil
 }
 
-func (s *objectStore) noteLinks(oid string, typ int, p *pack, e *packEntry) error {
+func (s *objectStore) noteLinks(oid string, typ plumbing.ObjectType, p *pack, e *packEntry) error {
 	if typ == objBlob {
 		return nil
 	}
@@ -346,55 +389,43 @@ func (s *objectStore) noteLinks(oid string, typ int, p *pack, e *packEntry) erro
 
 // pack is a parsed pack file.
 type pack struct {
-	r        io.ReaderAt
+	sc       *packfile.Scanner // reads an entry's data again, by offset
+	max      int64             // the largest object, as objectStore.maxObject
 	entries  []*packEntry
 	byOffset map[int64]*packEntry
-	checksum []byte
+	checksum plumbing.Hash
 	cache    map[int64][]byte // resolved contents, by offset
 	cached   int
 }
 
 type packEntry struct {
 	offset  int64
-	typ     int // the resolved type
-	rawType int
+	typ     plumbing.ObjectType // the resolved type
+	rawType plumbing.ObjectType
 	size    int64
-	dataAt  int64 // where the zlib stream starts
 	base    int64 // OFS_DELTA base offset
-	baseID  string
+	baseID  plumbing.Hash
+	depth   int // deltas between this object and its base object
 	crc     uint32
-	oid     string
+	oid     plumbing.Hash
 }
 
-// countingReader reads a pack sequentially and tracks the offset and the
-// CRC-32 of the bytes of the current entry; it is a ByteReader, so zlib
-// reads exactly the stream and no further.
-type countingReader struct {
-	r   *bufio.Reader
-	off int64
-	crc hash.Hash32
-	sum hash.Hash
-}
+// minPackEntry is the fewest bytes an entry of a pack takes: a one-byte
+// header and the shortest zlib stream (a 2-byte header, an empty final
+// block of 2 bytes, a 4-byte checksum).
+const minPackEntry = 9
 
-func (c *countingReader) ReadByte() (byte, error) {
-	b, err := c.r.ReadByte()
-	if err == nil {
-		c.off++
-		c.crc.Write([]byte{b})
-		c.sum.Write([]byte{b})
-	}
-	return b, err
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.off += int64(n)
-	c.crc.Write(p[:n])
-	c.sum.Write(p[:n])
-	return n, err
-}
-
-func parsePack(f *os.File) (*pack, error) {
+// parsePack reads a pack with go-git's scanner, which parses the entry
+// headers (their varints bounded), refuses an OFS_DELTA base that is not
+// before the entry, stops an object's data that inflates past its declared
+// size, computes each entry's CRC-32 and checks the trailing checksum. What
+// the boundary adds: the declared object count checked against the file's
+// size before it sizes anything, each object's declared size capped before
+// it is allocated and checked to be exact (the scanner lets a shorter one
+// through), the entry types, OFS_DELTA bases that are entries, nothing
+// after the trailer, every object resolved within the pack (no thin packs),
+// and no object twice.
+func parsePack(f *os.File, max int64) (*pack, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -403,95 +434,66 @@ func parsePack(f *os.File) (*pack, error) {
 	if total < 32 {
 		return nil, errors.New("too short")
 	}
-	cr := &countingReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, total-20), 64<<10), crc: crc32.NewIEEE(), sum: sha1.New()}
-	var hdr [12]byte
-	if _, err := io.ReadFull(cr, hdr[:]); err != nil {
+	sc := packfile.NewScanner(io.NewSectionReader(f, 0, total))
+	_, count, err := sc.Header()
+	if err != nil {
 		return nil, err
 	}
-	if string(hdr[:4]) != "PACK" {
-		return nil, errors.New("not a pack")
+	if int64(count) > (total-32)/minPackEntry {
+		return nil, fmt.Errorf("%d objects declared in %d bytes", count, total)
 	}
-	if v := binary.BigEndian.Uint32(hdr[4:8]); v != 2 && v != 3 {
-		return nil, fmt.Errorf("pack version %d", v)
+	p := &pack{
+		sc:       packfile.NewScanner(io.NewSectionReader(f, 0, total)),
+		max:      max,
+		entries:  make([]*packEntry, 0, count),
+		byOffset: make(map[int64]*packEntry, count),
+		cache:    map[int64][]byte{},
 	}
-	count := int(binary.BigEndian.Uint32(hdr[8:12]))
-	p := &pack{r: f, byOffset: map[int64]*packEntry{}, cache: map[int64][]byte{}}
 	for range count {
-		e := &packEntry{offset: cr.off}
-		cr.crc.Reset()
-		b, err := cr.ReadByte()
+		h, err := sc.NextObjectHeader()
 		if err != nil {
 			return nil, err
 		}
-		e.rawType = int(b>>4) & 7
-		e.size = int64(b & 0x0f)
-		for shift := 4; b&0x80 != 0; shift += 7 {
-			if b, err = cr.ReadByte(); err != nil {
-				return nil, err
-			}
-			e.size |= int64(b&0x7f) << shift
-		}
-		switch e.rawType {
+		e := &packEntry{offset: h.Offset, rawType: h.Type, size: h.Length}
+		switch h.Type {
 		case objCommit, objTree, objBlob, objTag:
 		case objOfsDelta:
-			b, err := cr.ReadByte()
-			if err != nil {
-				return nil, err
-			}
-			off := int64(b & 0x7f)
-			for b&0x80 != 0 {
-				if b, err = cr.ReadByte(); err != nil {
-					return nil, err
-				}
-				off = ((off + 1) << 7) | int64(b&0x7f)
-			}
-			e.base = e.offset - off
-			if e.base <= 0 || p.byOffset[e.base] == nil {
+			if p.byOffset[h.OffsetReference] == nil {
 				return nil, fmt.Errorf("delta at %d has no base in the pack", e.offset)
 			}
+			e.base = h.OffsetReference
 		case objRefDelta:
-			var id [20]byte
-			if _, err := io.ReadFull(cr, id[:]); err != nil {
-				return nil, err
-			}
-			e.baseID = hex.EncodeToString(id[:])
+			e.baseID = h.Reference
 		default:
-			return nil, fmt.Errorf("bad object type %d at %d", e.rawType, e.offset)
+			return nil, fmt.Errorf("bad object type %d at %d", h.Type, e.offset)
 		}
-		e.dataAt = cr.off
-		zr, err := zlib.NewReader(cr)
-		if err != nil {
-			return nil, fmt.Errorf("object at %d: %w", e.offset, err)
+		if e.size > max {
+			return nil, fmt.Errorf("object at %d: header says %d bytes, more than %d", e.offset, e.size, max)
 		}
-		n, err := io.Copy(io.Discard, zr)
+		n, crc, err := sc.NextObject(io.Discard)
 		if err != nil {
 			return nil, fmt.Errorf("object at %d: %w", e.offset, err)
 		}
 		if n != e.size {
 			return nil, fmt.Errorf("object at %d: %d bytes, header says %d", e.offset, n, e.size)
 		}
-		e.crc = cr.crc.Sum32()
+		e.crc = crc
 		p.entries = append(p.entries, e)
 		p.byOffset[e.offset] = e
 	}
-	if cr.off != total-20 {
-		return nil, fmt.Errorf("%d bytes after the last object", total-20-cr.off)
-	}
-	trailer := make([]byte, 20)
-	if _, err := f.ReadAt(trailer, total-20); err != nil {
+	if p.checksum, err = sc.Checksum(); err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(trailer, cr.sum.Sum(nil)) {
-		return nil, errors.New("checksum mismatch")
+	if end, err := sc.SeekFromStart(total); err != nil || end != total {
+		return nil, fmt.Errorf("%d bytes after the trailer (%v)", total-end, err)
 	}
-	p.checksum = trailer
-	byID := map[string]*packEntry{}
+	byID := make(map[plumbing.Hash]*packEntry, count)
 	// Resolve every object (bases first: a delta's base is earlier for
 	// OFS_DELTA; REF_DELTA bases are looked up by id, in passes).
 	for pending := len(p.entries); pending > 0; {
 		progress := 0
 		for _, e := range p.entries {
-			if e.oid != "" {
+			if !e.oid.IsZero() {
 				continue
 			}
 			if e.rawType == objRefDelta {
@@ -501,12 +503,26 @@ func parsePack(f *os.File) (*pack, error) {
 				}
 				e.base = base.offset
 			}
+			if e.rawType == objOfsDelta || e.rawType == objRefDelta {
+				base := p.byOffset[e.base]
+				if base.oid.IsZero() {
+					continue // a REF_DELTA waiting for its own base
+				}
+				if e.depth = base.depth + 1; e.depth > maxDeltaDepth {
+					return nil, fmt.Errorf("object at %d: a chain of more than %d deltas", e.offset, maxDeltaDepth)
+				}
+			}
 			content, typ, err := p.resolve(e)
 			if err != nil {
 				return nil, err
 			}
 			e.typ = typ
-			e.oid = objectID(typ, content)
+			e.oid = plumbing.ComputeHash(typ, content)
+			// go-git's index writer keeps one entry per id, and git takes
+			// an index whose count is not the pack's for a corrupt one.
+			if byID[e.oid] != nil {
+				return nil, fmt.Errorf("object %s is in the pack twice", e.oid)
+			}
 			byID[e.oid] = e
 			progress++
 			pending--
@@ -518,22 +534,27 @@ func parsePack(f *os.File) (*pack, error) {
 	return p, nil
 }
 
-// raw inflates the stored data of an entry.
+// raw inflates the stored data of an entry, through the scanner, which
+// stops it at the size its header declares.
 func (p *pack) raw(e *packEntry) ([]byte, error) {
-	zr, err := zlib.NewReader(io.NewSectionReader(p.r, e.dataAt, 1<<62))
+	if _, err := p.sc.SeekObjectHeader(e.offset); err != nil {
+		return nil, err
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, e.size))
+	n, _, err := p.sc.NextObject(buf)
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
-	buf := make([]byte, e.size)
-	if _, err := io.ReadFull(zr, buf); err != nil {
-		return nil, err
+	if n != e.size {
+		return nil, fmt.Errorf("%d bytes, header says %d", n, e.size)
 	}
-	return buf, nil
+	return buf.Bytes(), nil
 }
 
-// resolve returns an entry's content and type, applying deltas.
-func (p *pack) resolve(e *packEntry) ([]byte, int, error) {
+// resolve returns an entry's content and type, applying deltas. Its bases
+// are resolved before it, so it recurses only through bases whose content
+// is not cached, and never deeper than maxDeltaDepth.
+func (p *pack) resolve(e *packEntry) ([]byte, plumbing.ObjectType, error) {
 	if c, ok := p.cache[e.offset]; ok {
 		return c, e.typ, nil
 	}
@@ -551,7 +572,7 @@ func (p *pack) resolve(e *packEntry) ([]byte, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		if data, err = applyDelta(baseContent, data); err != nil {
+		if data, err = applyDelta(baseContent, data, p.max); err != nil {
 			return nil, 0, fmt.Errorf("object at %d: %w", e.offset, err)
 		}
 		typ = baseType
@@ -569,130 +590,58 @@ func (p *pack) content(e *packEntry) ([]byte, error) {
 	return c, err
 }
 
-// applyDelta applies a git delta to base.
-func applyDelta(base, delta []byte) ([]byte, error) {
-	varint := func() (int, error) {
-		v, shift := 0, 0
-		for {
-			if len(delta) == 0 {
-				return 0, errors.New("truncated delta")
-			}
-			b := delta[0]
-			delta = delta[1:]
-			v |= int(b&0x7f) << shift
-			if b&0x80 == 0 {
-				return v, nil
-			}
-			shift += 7
-			if shift > 56 {
-				return 0, errors.New("delta size overflows")
-			}
-		}
-	}
-	srcSize, err := varint()
+// applyDelta applies a git delta to base with go-git's PatchDelta, which
+// checks the base's size, every copy against the base, the result against
+// its declared size and that the whole delta is used. That declared size
+// is capped at max first: the result grows to it, and a delta's copies
+// can make it far larger than the delta.
+func applyDelta(base, delta []byte, max int64) ([]byte, error) {
+	_, rest, err := deltaSize(delta)
 	if err != nil {
 		return nil, err
 	}
-	if srcSize != len(base) {
-		return nil, errors.New("delta base size mismatch")
-	}
-	dstSize, err := varint()
+	size, _, err := deltaSize(rest)
 	if err != nil {
 		return nil, err
 	}
-	if dstSize > maxPackObjectBytes {
-		return nil, errors.New("delta result too large")
+	if size > uint64(max) {
+		return nil, fmt.Errorf("delta result of %d bytes, more than %d", size, max)
 	}
-	out := make([]byte, 0, dstSize)
-	for len(delta) > 0 {
-		op := delta[0]
-		delta = delta[1:]
-		switch {
-		case op&0x80 != 0:
-			var off, size int
-			for i := 0; i < 4; i++ {
-				if op&(1<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, errors.New("truncated copy")
-					}
-					off |= int(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
-			}
-			for i := 0; i < 3; i++ {
-				if op&(0x10<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, errors.New("truncated copy")
-					}
-					size |= int(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
-			}
-			if size == 0 {
-				size = 0x10000
-			}
-			if off+size > len(base) || off+size < off {
-				return nil, errors.New("copy outside the base")
-			}
-			out = append(out, base[off:off+size]...)
-		case op != 0:
-			if int(op) > len(delta) {
-				return nil, errors.New("truncated insert")
-			}
-			out = append(out, delta[:op]...)
-			delta = delta[op:]
-		default:
-			return nil, errors.New("reserved delta opcode")
-		}
-		if len(out) > dstSize {
-			return nil, errors.New("delta writes past its size")
-		}
-	}
-	if len(out) != dstSize {
-		return nil, errors.New("delta result size mismatch")
-	}
-	return out, nil
+	return packfile.PatchDelta(base, delta)
 }
 
-// index builds a version 2 pack index.
-func (p *pack) index() []byte {
-	entries := append([]*packEntry(nil), p.entries...)
-	sort.Slice(entries, func(i, j int) bool { return entries[i].oid < entries[j].oid })
-	var buf bytes.Buffer
-	buf.Write([]byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
-	var fan [256]uint32
-	ids := make([][]byte, len(entries))
-	for i, e := range entries {
-		ids[i], _ = hex.DecodeString(e.oid)
-		fan[ids[i][0]]++
-	}
-	var run uint32
-	for i := range fan {
-		run += fan[i]
-		binary.Write(&buf, binary.BigEndian, run) //nolint:errcheck // bytes.Buffer
-	}
-	for _, id := range ids {
-		buf.Write(id)
-	}
-	for _, e := range entries {
-		binary.Write(&buf, binary.BigEndian, e.crc) //nolint:errcheck
-	}
-	var large []uint64
-	for _, e := range entries {
-		if e.offset < 1<<31 {
-			binary.Write(&buf, binary.BigEndian, uint32(e.offset)) //nolint:errcheck
-			continue
+// deltaSize reads one of the sizes a delta starts with (base, result).
+func deltaSize(b []byte) (uint64, []byte, error) {
+	var v uint64
+	for i, shift := 0, 0; i < len(b) && shift <= 56; i, shift = i+1, shift+7 {
+		v |= uint64(b[i]&0x7f) << shift
+		if b[i]&0x80 == 0 {
+			return v, b[i+1:], nil
 		}
-		binary.Write(&buf, binary.BigEndian, uint32(1<<31|len(large))) //nolint:errcheck
-		large = append(large, uint64(e.offset))
 	}
-	for _, l := range large {
-		binary.Write(&buf, binary.BigEndian, l) //nolint:errcheck
+	return 0, nil, errors.New("truncated delta")
+}
+
+// index builds a version 2 pack index with go-git's index writer and
+// encoder. The writer is not told the pack's object count: it would
+// allocate for that many before a single object.
+func (p *pack) index() ([]byte, error) {
+	var w idxfile.Writer
+	for _, e := range p.entries {
+		w.Add(e.oid, uint64(e.offset), e.crc)
 	}
-	buf.Write(p.checksum)
-	sum := sha1.Sum(buf.Bytes())
-	buf.Write(sum[:])
-	return buf.Bytes()
+	if err := w.OnFooter(p.checksum); err != nil {
+		return nil, err
+	}
+	idx, err := w.Index()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := idxfile.NewEncoder(&buf).Encode(idx); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // copyFileAtomic copies r to a temporary file beside path and renames it
