@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shiroagent/shiro/internal/confine"
+	"github.com/shiroagent/shiro/internal/workspace"
 )
 
 // InstructionFiles are read in each directory, in this order.
@@ -56,7 +57,8 @@ func (s InstructionSet) Names() []string {
 // each directory above it to that directory. A symlink that leaves its
 // boundary, a FIFO, a device or a directory is not read, and a notice
 // names it and says why.
-func LoadInstructions(workspace string) InstructionSet {
+func LoadInstructions(ws *workspace.Workspace) InstructionSet {
+	workspace := ws.Path()
 	dirs := []string{}
 	top := ""
 	for d := workspace; ; d = filepath.Dir(d) {
@@ -69,19 +71,32 @@ func LoadInstructions(workspace string) InstructionSet {
 			break
 		}
 	}
+	// The workspace is read through the run's open of it; a repository's
+	// top or a directory above it is another directory, opened here.
+	open := func(dir, name string) (confine.Tree, func(), error) {
+		if dir == workspace {
+			return confine.Tree{Root: ws.Root(), Name: name}, func() {}, nil
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return confine.Tree{}, nil, err
+		}
+		return confine.Tree{Root: root, Name: name}, func() { root.Close() }, nil
+	}
 	var set InstructionSet
 	var repo *confine.Tree
 	if top != "" {
-		t, err := openTree(top, "the repository")
+		t, done, err := open(top, "the repository")
 		if err != nil {
 			set.Notices = append(set.Notices, fmt.Sprintf("instruction files not read: %v", err))
 			return set
 		}
-		defer t.Root.Close()
+		defer done()
 		repo = &t
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		tree, base := repo, dirs[i]
+		done := func() {}
 		if repo != nil {
 			base = top
 		} else {
@@ -89,26 +104,16 @@ func LoadInstructions(workspace string) InstructionSet {
 			if dirs[i] == workspace {
 				name = "the workspace"
 			}
-			t, err := openTree(dirs[i], name)
+			t, d, err := open(dirs[i], name)
 			if err != nil {
 				continue // an unreadable directory above the workspace
 			}
-			tree = &t
+			tree, done = &t, d
 		}
 		set.readDir(tree, base, dirs[i], workspace)
-		if repo == nil {
-			tree.Root.Close()
-		}
+		done()
 	}
 	return set
-}
-
-func openTree(dir, name string) (confine.Tree, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return confine.Tree{}, err
-	}
-	return confine.Tree{Root: root, Name: name}, nil
 }
 
 // readDir reads the instruction files of dir through tree, whose top is

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/shiroagent/shiro/internal/workspace"
 )
 
 // tree builds files under dir: a name ending in "/" is a directory, a
@@ -85,7 +87,7 @@ func TestLoadInstructions(t *testing.T) {
 			t.Parallel()
 			base := t.TempDir()
 			tree(t, base, tt.entries)
-			set := LoadInstructions(filepath.Join(base, "repo", "sub"))
+			set := loadInstructions(t, filepath.Join(base, "repo", "sub"))
 			for i := range tt.want {
 				tt.want[i].Path = strings.Replace(tt.want[i].Path, "@", base, 1)
 			}
@@ -135,7 +137,7 @@ func TestLoadInstructionsRefusesWhatLeavesTheRepository(t *testing.T) {
 		},
 		{
 			name:    "a symlink above the workspace, in the repository",
-			entries: map[string]string{"repo/AGENTS.md": "-> ../outside/id_rsa"},
+			entries: map[string]string{"repo/sub/": "", "repo/AGENTS.md": "-> ../outside/id_rsa"},
 			notices: []string{"@/repo/AGENTS.md is a symlink that leaves the repository; not read"},
 		},
 		{
@@ -163,7 +165,7 @@ func TestLoadInstructionsRefusesWhatLeavesTheRepository(t *testing.T) {
 				entries[k] = strings.Replace(v, "@", base, 1)
 			}
 			tree(t, base, entries)
-			set := LoadInstructions(filepath.Join(base, "repo", "sub"))
+			set := loadInstructions(t, filepath.Join(base, "repo", "sub"))
 			if got := inside(set, base); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q\nwant %q", got, tt.want)
 			}
@@ -193,7 +195,7 @@ func TestLoadInstructionsOutsideARepository(t *testing.T) {
 		"up/ws/docs/c.txt":     "",
 		"up/ws/docs/claude.md": "workspace rules",
 	})
-	set := LoadInstructions(filepath.Join(base, "up", "ws"))
+	set := loadInstructions(t, filepath.Join(base, "up", "ws"))
 	want := []Instruction{{Path: filepath.Join(base, "up", "AGENTS.md"), Text: "above the workspace"}, {Path: "CLAUDE.md", Text: "workspace rules"}}
 	if got := inside(set, base); !slices.Equal(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
@@ -205,4 +207,16 @@ func TestLoadInstructionsOutsideARepository(t *testing.T) {
 	if !slices.Equal(set.Notices, wantNotices) {
 		t.Errorf("notices %q\nwant %q", set.Notices, wantNotices)
 	}
+}
+
+// loadInstructions loads the instruction files of the workspace dir,
+// opened as a run opens it.
+func loadInstructions(t *testing.T, dir string) InstructionSet {
+	t.Helper()
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	return LoadInstructions(ws)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/internal/hostwrite"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
@@ -25,8 +26,12 @@ import (
 // SessionOptions assemble a session.
 type SessionOptions struct {
 	Workspace string
-	Model     llm.Model
-	Sandbox   SandboxConfig
+	// Opened is the workspace opened once for the run (its Path is
+	// Workspace): the session reads and writes through it and leaves it
+	// open. Nil opens Workspace here, and Close closes it.
+	Opened  *workspace.Workspace
+	Model   llm.Model
+	Sandbox SandboxConfig
 	// ToolSets decides which built-in tools are offered.
 	ToolSets tools.EnabledSets
 	Yolo     bool
@@ -103,7 +108,8 @@ type Session struct {
 	mu       sync.Mutex // guards variant
 	ws       string
 	root     *os.Root
-	gate     *hostwrite.Gate // every write into the workspace
+	gate     *hostwrite.Gate      // every write into the workspace
+	opened   *workspace.Workspace // closed by Close when the session opened it
 	sandbox  *Lazy
 	env      *tools.Env
 	builtins []tools.Tool
@@ -137,26 +143,32 @@ type Session struct {
 // NewSession opens the workspace and assembles the agent. The sandbox opens
 // lazily, on the first command.
 func NewSession(opts SessionOptions) (*Session, error) {
-	root, err := os.OpenRoot(opts.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("open the workspace: %w", err)
+	// One open of the workspace, and its one write gate for everything the
+	// session writes into it: the file tools, undo, copy mode's apply.
+	ws, owned := opts.Opened, (*workspace.Workspace)(nil)
+	if ws == nil {
+		var err error
+		if ws, err = workspace.Open(opts.Workspace); err != nil {
+			return nil, err
+		}
+		owned = ws
+	}
+	root, gate := ws.Root(), ws.Gate()
+	closeWS := func() {
+		if owned != nil {
+			owned.Close()
+		}
 	}
 	variant, err := agent.ResolveVariant(opts.Variant, string(opts.Reasoning))
 	if err != nil {
-		root.Close()
-		return nil, err
-	}
-	// One write gate for everything the session writes into the
-	// workspace: the file tools, undo, copy mode's apply.
-	gate, err := hostwrite.New(root, opts.Workspace)
-	if err != nil {
-		root.Close()
+		closeWS()
 		return nil, err
 	}
 	s := &Session{
 		ws:       opts.Workspace,
 		root:     root,
 		gate:     gate,
+		opened:   owned,
 		builtins: tools.Builtins(),
 		sets:     opts.ToolSets,
 		variant:  variant,
@@ -194,8 +206,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 			if s.cp != nil {
 				s.cp.store.Close()
 			}
-			gate.Close()
-			root.Close()
+			closeWS()
 			return nil, err
 		}
 	}
@@ -209,7 +220,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if !opts.NoInstructions {
 		set := opts.Instructions
 		if set == nil {
-			loaded := LoadInstructions(opts.Workspace)
+			loaded := LoadInstructions(ws)
 			set = &loaded
 		}
 		instructions = InstructionsBlock(set.Files)
@@ -272,8 +283,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		if s.cp != nil {
 			s.cp.store.Close()
 		}
-		gate.Close()
-		root.Close()
+		closeWS()
 		return nil, err
 	}
 	a.Replace(opts.History)
@@ -541,7 +551,11 @@ func (s *Session) Close() error {
 	if s.cp != nil {
 		cpErr = errors.Join(cpErr, s.cp.store.Close())
 	}
-	return errors.Join(s.book.close(), sbErr, cpErr, s.gate.Close(), s.root.Close())
+	var wsErr error
+	if s.opened != nil {
+		wsErr = s.opened.Close()
+	}
+	return errors.Join(s.book.close(), sbErr, cpErr, wsErr)
 }
 
 // toolAdapter runs a built-in tool for the agent, with live output.

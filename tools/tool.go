@@ -29,8 +29,9 @@ type Env struct {
 	// Workspace is the absolute path of the workspace root (the same path
 	// inside the sandbox container).
 	Workspace string
-	// Root is the workspace opened with os.OpenRoot; every host-side read
-	// goes through it, which refuses escapes, symlinks included.
+	// Root is the workspace's root (workspace.Workspace.Root, the run's one
+	// open of it); every host-side read goes through it, which refuses
+	// escapes, symlinks included.
 	Root *os.Root
 	// Gate is the workspace's write gate: every host-side write goes
 	// through it (no symlink followed, never into a git directory). The

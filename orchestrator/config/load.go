@@ -25,6 +25,9 @@ type LoadOptions struct {
 	// Workspace is the absolute workspace directory; its
 	// .shiro/config.json is the project file. Empty means none.
 	Workspace string
+	// Root is the workspace directory, held open (the run's one open of
+	// it): the project file is read through it. Required with Workspace.
+	Root *os.Root
 	// Env reads the environment; nil means os.LookupEnv.
 	Env func(string) (string, bool)
 	// Flags are the command line's settings.
@@ -76,7 +79,7 @@ func Load(opts LoadOptions) (Config, []Notice, error) {
 	m.merge(source{fromUser, userFile})
 
 	if opts.Workspace != "" && filepath.Clean(ProjectConfigFile(opts.Workspace)) != filepath.Clean(userFile) {
-		data, notice, err := readProjectFile(opts.Workspace)
+		data, notice, err := readProjectFile(opts.Root)
 		if err != nil {
 			return Config{}, nil, err
 		}
@@ -108,17 +111,15 @@ func readUserFile(name string) ([]byte, error) {
 	return readCapped(f, name)
 }
 
-// readProjectFile reads <workspace>/.shiro/config.json through an os.Root
-// of the workspace: a symlink is followed only while it stays inside, and
+// readProjectFile reads <workspace>/.shiro/config.json through root, the
+// workspace's os.Root: a symlink is followed only while it stays inside, and
 // only a regular file is read (opened without blocking: a FIFO would stall
 // start-up). A missing file is an empty one; one that is refused is
 // skipped with a notice that says why.
-func readProjectFile(workspace string) ([]byte, *Notice, error) {
-	root, err := os.OpenRoot(workspace)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read project config: %w", err)
+func readProjectFile(root *os.Root) ([]byte, *Notice, error) {
+	if root == nil {
+		return nil, nil, errors.New("read project config: the workspace is not open")
 	}
-	defer root.Close()
 	tree := confine.Tree{Root: root, Name: "the workspace"}
 	f, err := tree.Open(filepath.ToSlash(projectFileName))
 	if errors.Is(err, fs.ErrNotExist) {

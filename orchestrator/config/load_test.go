@@ -38,9 +38,15 @@ func (fx fixture) options(t *testing.T) LoadOptions {
 			t.Fatal(err)
 		}
 	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
 	return LoadOptions{
 		Paths:         Paths{ConfigDir: home, DataDir: home},
 		Workspace:     ws,
+		Root:          root,
 		Env:           envMap(fx.env),
 		Flags:         fx.flags,
 		KnownToolSets: fx.known,
@@ -814,7 +820,12 @@ func TestLoadProjectFileIsTheUserFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"yolo": true}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, notices, err := Load(LoadOptions{Paths: Paths{ConfigDir: dir, DataDir: dir}, Workspace: ws, Env: envMap(nil)})
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	cfg, notices, err := Load(LoadOptions{Paths: Paths{ConfigDir: dir, DataDir: dir}, Workspace: ws, Root: root, Env: envMap(nil)})
 	if err != nil || !cfg.Yolo || len(notices) != 0 {
 		t.Fatalf("yolo=%v notices=%v err=%v", cfg.Yolo, notices, err)
 	}

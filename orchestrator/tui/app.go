@@ -18,6 +18,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/internal/confine"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
@@ -84,7 +85,11 @@ type Session interface {
 type Options struct {
 	Version   string
 	Workspace string
-	Paths     config.Paths
+	// Opened is the workspace opened once for the run (its Path is
+	// Workspace): previews and the @ picker read through its root. The
+	// caller closes it after the UI.
+	Opened *workspace.Workspace
+	Paths  config.Paths
 	// Config is the resolved configuration; model switches and onboarding
 	// start from it.
 	Config config.Config
@@ -142,10 +147,10 @@ type App struct {
 
 // New prepares the UI.
 func New(opts Options) (*App, error) {
-	root, err := os.OpenRoot(opts.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("open the workspace: %w", err)
+	if opts.Opened == nil {
+		return nil, errors.New("the UI needs the opened workspace")
 	}
+	root := opts.Opened.Root()
 	if opts.Store == nil {
 		opts.Store = &store.Store{Dir: opts.Paths.SessionsDir()}
 	}
@@ -194,7 +199,6 @@ func (a *App) AddNotices(notices ...string) { a.opts.Notices = append(a.opts.Not
 // not be built). Run closes them itself.
 func (a *App) Close() {
 	a.once.Do(func() { close(a.stop) })
-	a.root.Close()
 }
 
 // post hands msg to the pump; false once the UI has stopped.
@@ -286,7 +290,6 @@ func (a *App) approve(ctx context.Context, req agent.ApprovalRequest) (agent.Dec
 // Run shows the UI until the user quits, then waits for everything it
 // started and saves the session. It does not close sess.
 func (a *App) Run(ctx context.Context, sess Session) (Result, error) {
-	defer a.root.Close()
 	select {
 	case <-a.stop:
 		return Result{}, errors.New("run the UI: it was closed")

@@ -97,7 +97,12 @@ func TestPreviewStaysInTheWorkspace(t *testing.T) {
 func TestFilePickerIndexStaysInTheWorkspace(t *testing.T) {
 	t.Parallel()
 	ws, _ := hostileWorkspace(t)
-	files, err := indexFiles(t.Context(), ws)
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	files, err := indexFiles(t.Context(), root)
 	if err != nil {
 		t.Fatal(err)
 	}

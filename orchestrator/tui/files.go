@@ -79,16 +79,11 @@ func rankFiles(files []string, query string, limit int) []string {
 	return out
 }
 
-// indexFiles lists the workspace's files with the ignore-aware walker, at
-// most fileIndexLimit of them.
-func indexFiles(ctx context.Context, workspace string) ([]string, error) {
-	root, err := os.OpenRoot(workspace)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
+// indexFiles lists the workspace's files (root) with the ignore-aware
+// walker, at most fileIndexLimit of them.
+func indexFiles(ctx context.Context, root *os.Root) ([]string, error) {
 	var files []string
-	err = tools.Walk(ctx, root, tools.WalkOptions{Limit: fileIndexLimit}, func(p string, _ fs.FileMode) error {
+	err := tools.Walk(ctx, root, tools.WalkOptions{Limit: fileIndexLimit}, func(p string, _ fs.FileMode) error {
 		files = append(files, p)
 		return nil
 	})

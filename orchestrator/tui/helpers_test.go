@@ -23,6 +23,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
@@ -222,6 +223,14 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 	}
 	for _, e := range edit {
 		e(&opts)
+	}
+	if opts.Opened == nil {
+		w, err := workspace.Open(opts.Workspace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		opts.Opened = w
 	}
 	app, err := New(opts)
 	if err != nil {

@@ -244,9 +244,9 @@ func answer(reply chan<- agent.Decision, d agent.Decision) tea.Cmd {
 
 // indexFiles walks the workspace for the @ picker.
 func (rt *runtime) indexFiles() tea.Cmd {
-	ws := rt.app.opts.Workspace
+	root := rt.app.root
 	return func() tea.Msg {
-		files, err := indexFiles(rt.ctx, ws)
+		files, err := indexFiles(rt.ctx, root)
 		return filesMsg{files: files, err: err}
 	}
 }

@@ -18,9 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/shiroagent/shiro/internal/workspace"
 )
 
 // Label is the label (on Docker objects) or label key (on Kubernetes
@@ -99,36 +98,9 @@ func DefaultStateDir() (string, error) {
 
 // WorkspaceID names a workspace directory as an object, not only a path: a
 // repository removed and made again at the same path is a new directory
-// (another inode, another birth time) and gets a fresh HOME.
-func WorkspaceID(ws string) (string, error) {
-	// One open names the directory for both questions below. A path that
-	// reaches it through a symlink (a $PWD with one) names the directory.
-	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", fmt.Errorf("stat the workspace %s: %w", ws, &fs.PathError{Op: "open", Path: ws, Err: err})
-	}
-	defer unix.Close(fd)
-	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_BTIME, &stx); err != nil {
-		return "", fmt.Errorf("stat the workspace %s: %w", ws, err)
-	}
-	id := fmt.Sprintf("%d:%d:%d", unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino, stx.Btime.Sec)
-	if stx.Mask&unix.STATX_BTIME != 0 {
-		id += fmt.Sprintf(".%d", stx.Btime.Nsec)
-	}
-	// The birth time ticks with the kernel's coarse clock, so a directory
-	// removed and made again within one tick can get the same inode and
-	// the same birth time. Filesystems that number inode generations
-	// (ext4, xfs, btrfs) tell the two apart.
-	if gen, err := unix.IoctlGetUint32(fd, fsIocGetVersion); err == nil {
-		id += fmt.Sprintf(":g%d", gen)
-	}
-	return id, nil
-}
-
-// fsIocGetVersion is FS_IOC_GETVERSION, _IOR('v', 1, long); x/sys does not
-// define it. The kernel answers with an int.
-const fsIocGetVersion = 0x80007601 | uint(unsafe.Sizeof(uintptr(0)))<<16
+// (another inode, another birth time) and gets a fresh HOME
+// (workspace.PathID; a run's open workspace has it as Workspace.ID).
+func WorkspaceID(ws string) (string, error) { return workspace.PathID(ws) }
 
 // WorkspaceKey is a short stable hash of the workspace path.
 func WorkspaceKey(ws string) string {

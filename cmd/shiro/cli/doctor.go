@@ -101,11 +101,13 @@ func (d *doctor) fail(name, problem, fix string) {
 }
 
 func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
-	ws, err := f.workspace()
+	w, err := f.openWorkspace()
 	if err != nil {
 		return err
 	}
-	cfg, paths, err := f.loadConfigAsked(ws, opts.Sandbox, nil)
+	defer w.Close()
+	ws := w.Path()
+	cfg, paths, err := f.loadConfigAsked(w, opts.Sandbox, nil)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}

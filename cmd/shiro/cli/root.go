@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/sandbox"
@@ -141,21 +142,21 @@ func (m *ModelFlags) overrides(o *config.Overrides) {
 	}
 }
 
-// loadConfig resolves the configuration for ws, prints its notices, and
-// withholds the project's asks unless the workspace is trusted (one notice
-// line each).
-func (f *Factory) loadConfig(ws string, sf *SandboxFlags, mf *ModelFlags) (config.Config, config.Paths, error) {
-	cfg, paths, err := f.loadConfigAsked(ws, sf, mf)
+// loadConfig resolves the configuration for the workspace w, prints its
+// notices, and withholds the project's asks unless the workspace is trusted
+// (one notice line each).
+func (f *Factory) loadConfig(w *workspace.Workspace, sf *SandboxFlags, mf *ModelFlags) (config.Config, config.Paths, error) {
+	cfg, paths, err := f.loadConfigAsked(w, sf, mf)
 	if err != nil {
 		return cfg, paths, err
 	}
-	_, err = f.gateTrust(&cfg, paths, ws, sf)
+	_, err = f.gateTrust(&cfg, paths, w.Path(), sf)
 	return cfg, paths, err
 }
 
 // loadConfigAsked is loadConfig with the project's asks left in (the chat
 // UI asks about them).
-func (f *Factory) loadConfigAsked(ws string, sf *SandboxFlags, mf *ModelFlags) (config.Config, config.Paths, error) {
+func (f *Factory) loadConfigAsked(w *workspace.Workspace, sf *SandboxFlags, mf *ModelFlags) (config.Config, config.Paths, error) {
 	paths, err := config.ResolvePaths(f.LookupEnv)
 	if err != nil {
 		return config.Config{}, paths, err
@@ -171,7 +172,7 @@ func (f *Factory) loadConfigAsked(ws string, sf *SandboxFlags, mf *ModelFlags) (
 	for _, s := range tools.KnownSets() {
 		known = append(known, string(s))
 	}
-	cfg, notices, err := config.Load(config.LoadOptions{Paths: paths, Workspace: ws, Env: f.LookupEnv, Flags: o, KnownToolSets: known})
+	cfg, notices, err := config.Load(config.LoadOptions{Paths: paths, Workspace: w.Path(), Root: w.Root(), Env: f.LookupEnv, Flags: o, KnownToolSets: known})
 	if err != nil {
 		return cfg, paths, err
 	}
@@ -206,6 +207,17 @@ func (f *Factory) workspace() (string, error) {
 		return "", fmt.Errorf("find the workspace: %w", err)
 	}
 	return filepath.Abs(wd)
+}
+
+// openWorkspace opens the workspace, the current directory, once for the
+// command: everything that reads or writes it takes this one open. The
+// command closes it when it is done.
+func (f *Factory) openWorkspace() (*workspace.Workspace, error) {
+	ws, err := f.workspace()
+	if err != nil {
+		return nil, err
+	}
+	return workspace.Open(ws)
 }
 
 // NewCmdRoot builds the shiro command tree.

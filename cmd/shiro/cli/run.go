@@ -72,11 +72,13 @@ func headlessPrompt(f *Factory, arg string) (string, error) {
 }
 
 func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
-	ws, err := f.workspace()
+	w, err := f.openWorkspace()
 	if err != nil {
 		return err
 	}
-	cfg, paths, err := f.loadConfig(ws, opts.Sandbox, opts.Model)
+	defer w.Close()
+	ws := w.Path()
+	cfg, paths, err := f.loadConfig(w, opts.Sandbox, opts.Model)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
@@ -101,6 +103,7 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	}
 	printer := newHeadlessPrinter(f.Out, f.ErrOut, opts.JSON)
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
+	so.Opened = w
 	so.Store = st
 	so.OnSaveError = func(err error) { fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err) }
 	so.Sandbox.OnConnection = printer.network

@@ -36,10 +36,11 @@ func NewCmdSandbox(f *Factory, sf *SandboxFlags) *cobra.Command {
 // then the configuration of the current directory.
 func (f *Factory) sandboxSettings(sf *SandboxFlags) sandbox.Settings {
 	settings := sandbox.Settings{Backend: sf.Backend, KubeContext: sf.KubeContext, Namespace: sf.Namespace}
-	if ws, err := f.workspace(); err == nil {
-		if cfg, _, err := f.loadConfigAsked(ws, sf, nil); err == nil {
+	if w, err := f.openWorkspace(); err == nil {
+		if cfg, _, err := f.loadConfigAsked(w, sf, nil); err == nil {
 			settings = cfg.Sandbox
 		}
+		w.Close()
 	}
 	return settings
 }
@@ -242,11 +243,13 @@ func newCmdSandboxShell(f *Factory, sf *SandboxFlags) *cobra.Command {
 			if sf.NoSandbox {
 				return usagef("sandbox shell needs the container; drop --no-sandbox")
 			}
-			ws, err := f.workspace()
+			w, err := f.openWorkspace()
 			if err != nil {
 				return err
 			}
-			cfg, paths, err := f.loadConfig(ws, sf, nil)
+			defer w.Close()
+			ws := w.Path()
+			cfg, paths, err := f.loadConfig(w, sf, nil)
 			if err != nil {
 				return err
 			}

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -68,26 +66,18 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 	if c := bytes.TrimSpace(input); len(c) == 0 || c[0] != '{' {
 		return usagef("the input for %s must be a JSON object", opts.Name)
 	}
-	ws, err := f.workspace()
+	w, err := f.openWorkspace()
 	if err != nil {
 		return err
 	}
-	cfg, paths, err := f.loadConfig(ws, opts.Sandbox, nil)
+	defer w.Close()
+	ws := w.Path()
+	cfg, paths, err := f.loadConfig(w, opts.Sandbox, nil)
 	if err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return fmt.Errorf("open the workspace: %w", err)
-	}
-	defer root.Close()
-	gate, err := hostwrite.New(root, ws)
-	if err != nil {
-		return err
-	}
-	defer gate.Close()
 	sc := f.sandboxConfig(cfg, paths, ws, opts.Sandbox)
-	runner, err := orchestrator.NewToolRunner(sc, paths.DataDir, root, gate, func(_ string, chunk []byte) {
+	runner, err := orchestrator.NewToolRunner(sc, paths.DataDir, w.Root(), w.Gate(), func(_ string, chunk []byte) {
 		f.ErrOut.Write(chunk) //nolint:errcheck // live output is best effort
 	})
 	if err != nil {

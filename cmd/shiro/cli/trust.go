@@ -139,11 +139,13 @@ func runTrust(f *Factory, opts *TrustOptions) error {
 		fmt.Fprintf(f.Out, "Revoked: %s is no longer trusted.\n", p)
 		return nil
 	}
-	ws, err := f.workspace()
+	w, err := f.openWorkspace()
 	if err != nil {
 		return err
 	}
-	cfg, _, err := f.loadConfigAsked(ws, nil, nil)
+	defer w.Close()
+	ws := w.Path()
+	cfg, _, err := f.loadConfigAsked(w, nil, nil)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}

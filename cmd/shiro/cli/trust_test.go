@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shiroagent/shiro/internal/workspace"
 )
 
 // trustFixture is a workspace whose project config declares a server and a
@@ -28,7 +30,7 @@ func trustFixture(t *testing.T, userConfig string) (*Factory, *bytes.Buffer, *by
 
 func TestGateTrustWithholdsAndNamesEachAsk(t *testing.T) {
 	f, _, errb, ws := trustFixture(t, "")
-	cfg, _, err := f.loadConfig(ws, &SandboxFlags{}, nil)
+	cfg, _, err := f.loadConfig(openWorkspace(t, ws), &SandboxFlags{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func TestGateTrustWithholdsAndNamesEachAsk(t *testing.T) {
 
 func TestGateTrustByTrustPathsAndFlag(t *testing.T) {
 	f, _, errb, ws := trustFixture(t, `{"trust": {"paths": ["WS"]}}`)
-	cfg, _, err := f.loadConfig(ws, &SandboxFlags{}, nil)
+	cfg, _, err := f.loadConfig(openWorkspace(t, ws), &SandboxFlags{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestGateTrustByTrustPathsAndFlag(t *testing.T) {
 		t.Errorf("trust.paths did not trust: %v %q\n%s", cfg.ProjectMCPServers, cfg.Sandbox.Image, errb.String())
 	}
 	f, _, errb, ws = trustFixture(t, `{"trust": {"paths": ["/elsewhere/*"]}}`)
-	cfg, _, _ = f.loadConfig(ws, &SandboxFlags{TrustProject: true}, nil)
+	cfg, _, _ = f.loadConfig(openWorkspace(t, ws), &SandboxFlags{TrustProject: true}, nil)
 	if len(cfg.ProjectMCPServers) != 1 || strings.Contains(errb.String(), "skipped") {
 		t.Errorf("--trust-project did not trust:\n%s", errb.String())
 	}
@@ -85,7 +87,7 @@ func TestTrustCommandRemembersListsRevokes(t *testing.T) {
 	}
 	var errb bytes.Buffer
 	f.ErrOut = &errb
-	cfg, _, _ := f.loadConfig(ws, &SandboxFlags{}, nil)
+	cfg, _, _ := f.loadConfig(openWorkspace(t, ws), &SandboxFlags{}, nil)
 	if len(cfg.ProjectMCPServers) != 1 || strings.Contains(errb.String(), "skipped") {
 		t.Errorf("remembered trust not used:\n%s", errb.String())
 	}
@@ -95,4 +97,15 @@ func TestTrustCommandRemembersListsRevokes(t *testing.T) {
 	if got := run("--list"); !strings.Contains(got, "No trusted workspaces.") {
 		t.Errorf("--list after revoke:\n%s", got)
 	}
+}
+
+// openWorkspace opens the workspace ws as a command does, for the test.
+func openWorkspace(t *testing.T, ws string) *workspace.Workspace {
+	t.Helper()
+	w, err := workspace.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
 }

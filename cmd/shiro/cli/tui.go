@@ -55,11 +55,13 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if _, isTerm := term.GetFdInfo(f.In); !isTerm {
 		return &ExitError{Code: 1, Err: errors.New("the chat UI needs a terminal; run headless with -p")}
 	}
-	ws, err := f.workspace()
+	w, err := f.openWorkspace()
 	if err != nil {
 		return err
 	}
-	cfg, paths, err := f.loadConfigAsked(ws, opts.Sandbox, opts.Model)
+	defer w.Close()
+	ws := w.Path()
+	cfg, paths, err := f.loadConfigAsked(w, opts.Sandbox, opts.Model)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
@@ -77,7 +79,7 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	// Loaded once: the header and /context show what the prompt holds.
 	var instructions orchestrator.InstructionSet
 	if !opts.NoInstructions {
-		instructions = orchestrator.LoadInstructions(ws)
+		instructions = orchestrator.LoadInstructions(w)
 	}
 	image := cfg.Sandbox.Image
 	if image == "" {
@@ -86,6 +88,7 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	app, err := tui.New(tui.Options{
 		Version:             f.Version,
 		Workspace:           ws,
+		Opened:              w,
 		Paths:               paths,
 		Config:              cfg,
 		Configured:          !(cfg.APIKeyRequired() && cfg.APIKey == ""),
@@ -111,6 +114,7 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return &ExitError{Code: 1, Err: err}
 	}
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
+	so.Opened = w
 	so.Sandbox.Progress = app.Progress()
 	so.Interactive, so.Approver = true, app.Approver()
 	so.Store, so.OnSaveError = st, app.OnSaveError

@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/moby/term"
 	"github.com/spf13/cobra"
 
-	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/internal/termsafe"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
@@ -104,17 +103,12 @@ func runUndo(cmd *cobra.Command, f *Factory, opts *UndoOptions) error {
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return fmt.Errorf("open the workspace: %w", err)
-	}
-	defer root.Close()
-	gate, err := hostwrite.New(root, ws)
+	w, err := workspace.Open(ws)
 	if err != nil {
 		return err
 	}
-	defer gate.Close()
-	st, err := orchestrator.OpenCheckpoints(paths.DataDir, ws, root, gate)
+	defer w.Close()
+	st, err := orchestrator.OpenCheckpoints(paths.DataDir, ws, w.Root(), w.Gate())
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
@@ -148,7 +142,7 @@ func runUndo(cmd *cobra.Command, f *Factory, opts *UndoOptions) error {
 			fmt.Fprintf(f.ErrOut, "They are left as they are (--yes overwrites them).\n")
 		}
 	}
-	done, _, err := orchestrator.ApplyUndo(ctx, st, plan, overwrite, orchestrator.FollowCopies(paths.DataDir, ws, st, root))
+	done, _, err := orchestrator.ApplyUndo(ctx, st, plan, overwrite, orchestrator.FollowCopies(paths.DataDir, ws, st, w.Root()))
 	if err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("undo: %w", err)}
 	}
