@@ -38,4 +38,3 @@ func TestRegistryFindsBackendsByName(t *testing.T) {
 	}()
 	Register(namedBackend{name: "aa-test-a"})
 }
-
