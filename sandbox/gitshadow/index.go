@@ -143,8 +143,8 @@ func v4NamesWithin(body []byte, limit int64) error {
 // has none.
 func newGitlinks(b, base []byte) []string {
 	entries, err := indexEntries(b)
-	if err != nil {
-		return nil
+	if err != nil || !slices.ContainsFunc(entries, func(e indexEntry) bool { return e.mode == gitlinkMode }) {
+		return nil // no gitlinks: the base need not be decoded
 	}
 	known := map[string]bool{}
 	if old, err := indexEntries(base); err == nil {
