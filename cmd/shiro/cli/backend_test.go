@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/cmd/shiro/cli"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/local"
 )
@@ -58,7 +59,7 @@ func (b *fakeBackend) Doctor(_ context.Context, spec sandbox.Spec, r sandbox.Rep
 	r.Fail("fakefail", "the fake engine's own failure", "nothing to do")
 }
 
-func (b *fakeBackend) PlanImage(string, sandbox.Settings) (sandbox.ImagePlan, error) {
+func (b *fakeBackend) PlanImage(*workspace.Workspace, sandbox.Settings) (sandbox.ImagePlan, error) {
 	return sandbox.ImagePlan{}, errors.New("the fake engine runs no images")
 }
 
