@@ -668,7 +668,11 @@ func (l *locator) opener(p place) func() (*os.Root, error) {
 				return nil, rf
 			}
 		} else {
-			r, err = os.OpenRoot(p.abs)
+			// The user's own directory, outside the workspace.
+			var t confine.Tree
+			if t, err = confine.Open(p.abs, "the build context"); err == nil {
+				r = t.Root
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("open the build context %s: %w", p.abs, unwrapPathError(err))
