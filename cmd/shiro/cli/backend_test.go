@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -177,6 +178,12 @@ func TestABackendRegisteredByATestIsAFullBackend(t *testing.T) {
 	}
 	if len(fake.doctor) != 1 || fake.doctor[0].WorkspaceMode != sandbox.WorkspaceMount {
 		t.Errorf("doctor %+v", fake.doctor)
+	}
+	// Both hand the backend the workspace the command opened.
+	for _, spec := range append(slices.Clone(fake.opened), fake.doctor...) {
+		if spec.Opened == nil || spec.Opened.Path() != ws {
+			t.Errorf("the spec's opened workspace is %v, want the command's open of %s", spec.Opened, ws)
+		}
 	}
 
 	// The key's values and the flag's help name it.
