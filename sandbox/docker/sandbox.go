@@ -68,7 +68,14 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	if opts.UserName == "" {
 		opts.UserName = hostUserName()
 	}
-	wsID, err := workspaceID(opts.Workspace)
+	// The run's workspace names the directory it opened; without one,
+	// the directory at the path now.
+	var wsID string
+	if opts.Opened != nil {
+		wsID, err = opts.Opened.ID()
+	} else {
+		wsID, err = workspaceID(opts.Workspace)
+	}
 	if err != nil {
 		return nil, err
 	}
