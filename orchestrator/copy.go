@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/shiroagent/shiro/internal/hostwrite"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
@@ -330,10 +331,13 @@ type ToolRunner struct {
 	copy *sessionCopy
 }
 
-// NewToolRunner readies tools for the workspace root of sc, whose write
-// gate is gate; the sandbox opens on the first tool that needs it. output
+// NewToolRunner readies tools for the workspace w, opened by the caller
+// (reads through its root, writes through its gate, and the sandbox's
+// Opened); the sandbox opens on the first tool that needs it. output
 // receives live output.
-func NewToolRunner(sc SandboxConfig, dataDir string, root *os.Root, gate *hostwrite.Gate, output func(stream string, chunk []byte)) (*ToolRunner, error) {
+func NewToolRunner(sc SandboxConfig, dataDir string, w *workspace.Workspace, output func(stream string, chunk []byte)) (*ToolRunner, error) {
+	root, gate := w.Root(), w.Gate()
+	sc.Opened = w
 	r := &ToolRunner{lazy: NewLazy(sc)}
 	r.env = &tools.Env{Workspace: sc.Workspace, Root: root, Gate: gate, Sandbox: r.lazy, GoGit: sc.NoSandbox, OpenGit: gitrepo.Opener, Output: output}
 	if sc.CopyMode() {

@@ -77,11 +77,11 @@ func LoadInstructions(ws *workspace.Workspace) InstructionSet {
 		if dir == workspace {
 			return confine.Tree{Root: ws.Root(), Name: name}, func() {}, nil
 		}
-		root, err := os.OpenRoot(dir)
+		t, err := confine.Open(dir, name)
 		if err != nil {
 			return confine.Tree{}, nil, err
 		}
-		return confine.Tree{Root: root, Name: name}, func() { root.Close() }, nil
+		return t, func() { t.Root.Close() }, nil
 	}
 	var set InstructionSet
 	var repo *confine.Tree

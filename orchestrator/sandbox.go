@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
@@ -33,6 +34,10 @@ type SandboxConfig struct {
 	Progress io.Writer
 	// LookupEnv reads the host environment; default os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Opened is the workspace opened once for the run; the backend reads
+	// and writes the workspace through it (sandbox.Spec.Opened). A session
+	// sets it to its own.
+	Opened *workspace.Workspace
 }
 
 // LookupBackend is the backend the settings choose.
@@ -76,6 +81,7 @@ func (cfg SandboxConfig) Spec() (sandbox.Spec, error) {
 	spec := sandbox.Spec{
 		Settings:  cfg.Settings,
 		Workspace: cfg.Workspace,
+		Opened:    cfg.Opened,
 		LookupEnv: cfg.LookupEnv,
 		Version:   cfg.Version,
 		Progress:  cfg.Progress,

@@ -175,6 +175,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		maxSteps: opts.MaxSteps,
 	}
 	sc := opts.Sandbox
+	sc.Opened = ws
 	onConn := sc.OnConnection
 	sc.OnConnection = func(r egress.Record) {
 		s.netMu.Lock()

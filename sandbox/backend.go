@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shiroagent/shiro/internal/workspace"
 )
 
 // Spec is what opening a workspace's sandbox takes, whatever the backend:
@@ -22,6 +24,11 @@ type Spec struct {
 	// Workspace is the absolute host path; the sandbox holds the workspace
 	// (or its copy) at the same path.
 	Workspace string
+	// Opened is the workspace opened once for the run (its Path is
+	// Workspace): the backend reads and writes the workspace on the host
+	// through it and leaves it open. Nil: the backend opens Workspace
+	// itself, once, and closes it with the sandbox.
+	Opened *workspace.Workspace
 	// LookupEnv reads the host environment for Env's bare names; default
 	// os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -63,8 +70,8 @@ type Backend interface {
 	Doctor(context.Context, Spec, Report)
 	// PlanImage says what opening would do with the settings' image,
 	// without the engine and without running anything, for the trust
-	// question.
-	PlanImage(ws string, s Settings) (ImagePlan, error)
+	// question; it reads the workspace w through w's root.
+	PlanImage(w *workspace.Workspace, s Settings) (ImagePlan, error)
 	// BuildImage makes the built-in image and returns its reference.
 	BuildImage(context.Context, ImageBuild) (string, error)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/internal/treegen"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/sandbox/gitshadow"
@@ -74,11 +75,12 @@ func gitBench(ctx context.Context, r *report) error {
 	r.add("channel call in a repository of 2,000 files, median of 100", ms(median(withRepo)), "<= 5 ms", median(withRepo) <= 5*time.Millisecond)
 	r.add("channel call in a directory that is no repository", ms(median(without)), "", true)
 
-	root, err := os.OpenRoot(repo)
+	w, err := workspace.Open(repo)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer w.Close()
+	root := w.Root()
 	env := &tools.Env{Workspace: repo, Root: root, Sandbox: inRepo}
 	status := tools.NewGitStatus()
 	runStatus := func() error {
@@ -201,11 +203,12 @@ func scanBench(r *report) error {
 	if err := treegen.Generate(dir, 100_000, 1); err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(dir)
+	w, err := workspace.Open(dir)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer w.Close()
+	root := w.Root()
 	for _, mode := range []string{"inotify", "change-time walk"} {
 		s := gitshadow.NewScanner(dir, root, "/.shiro/state/git")
 		if mode != "inotify" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shiroagent/shiro/images"
 	"github.com/shiroagent/shiro/internal/treegen"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/tools"
@@ -35,11 +36,12 @@ func toolsBench(ctx context.Context, r *report) error {
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
 		return fmt.Errorf("git init: %v: %s", err, out)
 	}
-	root, err := os.OpenRoot(dir)
+	w, err := workspace.Open(dir)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer w.Close()
+	root := w.Root()
 	r.section("tools on a generated tree of 100,000 files (issue 3)")
 
 	// Walker against git ls-files.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/internal/treegen"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -131,6 +132,7 @@ func undoBench(ctx context.Context, r *report) error {
 // would need quoted).
 type generatedTree struct {
 	dir, ws string
+	opened  *workspace.Workspace
 	root    *os.Root
 	gate    *hostwrite.Gate
 	files   []string
@@ -150,12 +152,10 @@ func newGeneratedTree(ctx context.Context, prefix string) (*generatedTree, error
 	if err := treegen.Generate(g.ws, 100_000, 1); err != nil {
 		return fail(err)
 	}
-	if g.root, err = os.OpenRoot(g.ws); err != nil {
+	if g.opened, err = workspace.Open(g.ws); err != nil {
 		return fail(err)
 	}
-	if g.gate, err = hostwrite.New(g.root, g.ws); err != nil {
-		return fail(err)
-	}
+	g.root, g.gate = g.opened.Root(), g.opened.Gate()
 	err = tools.Walk(ctx, g.root, tools.WalkOptions{}, func(p string, mode fs.FileMode) error {
 		g.listed++
 		if base := filepath.Base(p); mode.IsRegular() && base != ".gitignore" && base != ".shiroignore" && !strings.ContainsAny(p, " '\\\"$`") {
@@ -170,11 +170,8 @@ func newGeneratedTree(ctx context.Context, prefix string) (*generatedTree, error
 }
 
 func (g *generatedTree) close() {
-	if g.gate != nil {
-		g.gate.Close()
-	}
-	if g.root != nil {
-		g.root.Close()
+	if g.opened != nil {
+		g.opened.Close()
 	}
 	os.RemoveAll(g.dir)
 }

@@ -105,6 +105,19 @@ type Tree struct {
 	Name string
 }
 
+// Open opens dir as a Tree called name, for a directory that is not the
+// workspace: the repository around it, a directory above it, a build
+// context of the user's outside it. The workspace itself is read through
+// the run's one open of it (internal/workspace). The caller closes the
+// Tree's Root.
+func Open(dir, name string) (Tree, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return Tree{}, err
+	}
+	return Tree{Root: root, Name: name}, nil
+}
+
 // Refusal is a file of a Tree that was not read, and why.
 type Refusal struct {
 	// Path is the file as the caller named it.

@@ -203,3 +203,34 @@ func TestTreeOpenRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestOpen: a directory opened with Open is a Tree of that name, whose
+// symlinks out of it are refused as the workspace's are.
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "out.md")); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := Open(dir, "the repository")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Root.Close()
+	if got, err := tree.ReadFile("AGENTS.md", 1<<10); err != nil || string(got) != "mine" {
+		t.Errorf("read AGENTS.md: %q, %v", got, err)
+	}
+	want := "out.md is a symlink that leaves the repository; not read"
+	if _, err := tree.ReadFile("out.md", 1<<10); err == nil || err.Error() != want {
+		t.Errorf("read out.md: %v; want %q", err, want)
+	}
+	if _, err := Open(filepath.Join(dir, "missing"), "the repository"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("open a missing directory: %v; want it missing", err)
+	}
+}

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/shiroagent/shiro/internal/confine"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
 
@@ -51,13 +51,9 @@ type coverage struct {
 	bytes int64
 }
 
-// mcpFiles is what a stdio server's command line covers in workspace ws.
-func mcpFiles(ws string, c mcp.Config) map[string]string {
-	cv, ok := newCoverage(ws)
-	if !ok {
-		return nil
-	}
-	defer cv.tree.Root.Close()
+// mcpFiles is what a stdio server's command line covers in workspace w.
+func mcpFiles(w *workspace.Workspace, c mcp.Config) map[string]string {
+	ws, cv := w.Path(), newCoverage(w)
 	base := "."
 	if c.Cwd != "" {
 		if rel, ok := inside(ws, ".", c.Cwd); ok {
@@ -77,12 +73,8 @@ func mcpFiles(ws string, c mcp.Config) map[string]string {
 
 // buildFiles is what a project build covers: the Dockerfile and the
 // devcontainer.json, with the files beside them.
-func buildFiles(ws string, paths ...string) map[string]string {
-	cv, ok := newCoverage(ws)
-	if !ok {
-		return nil
-	}
-	defer cv.tree.Root.Close()
+func buildFiles(w *workspace.Workspace, paths ...string) map[string]string {
+	ws, cv := w.Path(), newCoverage(w)
 	for _, p := range paths {
 		if rel, ok := inside(ws, ".", p); ok && p != "" {
 			cv.name(rel)
@@ -91,12 +83,9 @@ func buildFiles(ws string, paths ...string) map[string]string {
 	return cv.result()
 }
 
-func newCoverage(ws string) (*coverage, bool) {
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return nil, false
-	}
-	return &coverage{tree: confine.Tree{Root: root, Name: "the workspace"}, files: map[string]string{}, dirs: map[string]bool{}}, true
+// newCoverage collects hashes of w's files, read through its root.
+func newCoverage(w *workspace.Workspace) *coverage {
+	return &coverage{tree: confine.Tree{Root: w.Root(), Name: "the workspace"}, files: map[string]string{}, dirs: map[string]bool{}}
 }
 
 func (cv *coverage) result() map[string]string {

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools/mcp"
@@ -82,14 +83,15 @@ func (a Ask) Covered() string {
 // key identifies the ask across changes.
 func (a Ask) key() string { return a.Kind + "\x00" + a.Name }
 
-// ProjectAsks lists what cfg's project file asks for in workspace ws: each
+// ProjectAsks lists what cfg's project file asks for in workspace w (read
+// through its root): each
 // stdio MCP server (remote ones are never connected, so they ask nothing)
 // and the image when the project chose it. Servers the user's config
 // declares under the same name are the user's and ask nothing.
 //
 // With --no-sandbox nothing is asked: the project's servers never start on
 // the host and its image is not used.
-func ProjectAsks(cfg config.Config, ws string) []Ask {
+func ProjectAsks(cfg config.Config, w *workspace.Workspace) []Ask {
 	var asks []Ask
 	if cfg.Sandbox.NoSandbox {
 		return nil
@@ -106,19 +108,20 @@ func ProjectAsks(cfg config.Config, ws string) []Ask {
 		if err != nil || c.Command == "" {
 			continue // a bad entry or a remote server: neither ever starts
 		}
-		asks = append(asks, Ask{Kind: KindMCP, Name: n, What: CommandLine(c), Files: mcpFiles(ws, c)})
+		asks = append(asks, Ask{Kind: KindMCP, Name: n, What: CommandLine(c), Files: mcpFiles(w, c)})
 	}
 	if cfg.Sandbox.ImageFromProject && cfg.Sandbox.Image != "" {
-		asks = append(asks, imageAsk(cfg, ws))
+		asks = append(asks, imageAsk(cfg, w))
 	}
 	return asks
 }
 
 // imageAsk describes the project's image: what it names, what would be
 // built from what, and the network of the build.
-func imageAsk(cfg config.Config, ws string) Ask {
+func imageAsk(cfg config.Config, w *workspace.Workspace) Ask {
+	ws := w.Path()
 	a := Ask{Kind: KindImage, Name: "image"}
-	plan, err := planImage(cfg.Sandbox, ws)
+	plan, err := planImage(cfg.Sandbox, w)
 	var b strings.Builder
 	switch {
 	case plan.Kind == sandbox.KindReference:
@@ -140,7 +143,7 @@ func imageAsk(cfg config.Config, ws string) Ask {
 		fmt.Fprintf(&b, "run the image %s named by %s (pulled if missing)", plan.Ref, sandbox.ShownPath(ws, plan.Source))
 	}
 	if plan.Dockerfile != "" {
-		a.Files = buildFiles(ws, plan.Source, plan.Dockerfile)
+		a.Files = buildFiles(w, plan.Source, plan.Dockerfile)
 	}
 	if err != nil {
 		if b.Len() == 0 {
@@ -153,13 +156,13 @@ func imageAsk(cfg config.Config, ws string) Ask {
 }
 
 // planImage plans the project's image on the backend the settings choose.
-func planImage(s sandbox.Settings, ws string) (sandbox.ImagePlan, error) {
+func planImage(s sandbox.Settings, w *workspace.Workspace) (sandbox.ImagePlan, error) {
 	b, err := sandbox.Lookup(s.Backend)
 	if err != nil {
 		return sandbox.ImagePlan{}, err
 	}
 	s.ImageFromProject = true
-	return b.PlanImage(ws, s)
+	return b.PlanImage(w, s)
 }
 
 // visible escapes what a terminal would not show as it is (control

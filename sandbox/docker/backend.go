@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/checks"
 )
@@ -40,19 +41,39 @@ func (backend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, er
 	if err := spec.CheckEnv(); err != nil {
 		return nil, err
 	}
+	w, done, err := openedWorkspace(spec)
+	if err != nil {
+		return nil, err
+	}
+	spec.Opened = w
 	eng, err := Connect(ctx)
 	if err != nil {
+		done()
 		return nil, err
 	}
 	img, err := eng.resolveSpecImage(ctx, spec, false)
 	if err == nil {
 		var sb *Sandbox
 		if sb, err = eng.Open(ctx, img, Options{Spec: spec}); err == nil {
-			return &ownedEngine{Sandbox: sb, eng: eng}, nil
+			return &ownedEngine{Sandbox: sb, eng: eng, done: done}, nil
 		}
 	}
 	eng.Close()
+	done()
 	return nil, err
+}
+
+// openedWorkspace is spec's workspace, open: spec.Opened, or Workspace
+// opened now when the spec has none. done closes what it opened, nothing
+// else.
+func openedWorkspace(spec sandbox.Spec) (w *workspace.Workspace, done func(), err error) {
+	if spec.Opened != nil {
+		return spec.Opened, func() {}, nil
+	}
+	if w, err = workspace.Open(spec.Workspace); err != nil {
+		return nil, nil, err
+	}
+	return w, func() { w.Close() }, nil
 }
 
 // resolveSpecImage makes sure the engine has the image spec asks for:
@@ -80,6 +101,7 @@ func (e *Engine) resolveSpecImage(ctx context.Context, spec sandbox.Spec, noBuil
 	return e.ResolveImage(ctx, ImageRequest{
 		Spec:        spec.Image,
 		Workspace:   spec.Workspace,
+		Root:        spec.Opened.Root(),
 		FromProject: spec.ImageFromProject,
 		NoPull:      noBuild,
 		Progress:    progress,
@@ -87,21 +109,24 @@ func (e *Engine) resolveSpecImage(ctx context.Context, spec sandbox.Spec, noBuil
 	})
 }
 
-// ownedEngine closes the engine connection with the session.
+// ownedEngine closes the engine connection with the session, and the
+// workspace when the sandbox opened it.
 type ownedEngine struct {
 	*Sandbox
-	eng *Engine
+	eng  *Engine
+	done func()
 }
 
 func (o *ownedEngine) Close() error {
 	err := o.Sandbox.Close()
 	o.eng.Close()
+	o.done()
 	return err
 }
 
 // PlanImage plans the settings' image as ResolveImage would resolve it.
-func (backend) PlanImage(ws string, s sandbox.Settings) (sandbox.ImagePlan, error) {
-	plan, err := PlanImage(ImageRequest{Spec: s.Image, Workspace: ws, FromProject: s.ImageFromProject})
+func (backend) PlanImage(w *workspace.Workspace, s sandbox.Settings) (sandbox.ImagePlan, error) {
+	plan, err := PlanImage(ImageRequest{Spec: s.Image, Workspace: w.Path(), Root: w.Root(), FromProject: s.ImageFromProject})
 	plan.BuildNetwork = sandbox.NetworkNone
 	if BuildNetwork(s.Network) != "none" {
 		plan.BuildNetwork = sandbox.NetworkOpen
@@ -200,6 +225,15 @@ func (m manager) Prune(ctx context.Context, dryRun bool, report func(sandbox.Ite
 // Doctor checks the engine, the image, its tools and how the sandbox
 // holds the workspace, each needing the one before.
 func (backend) Doctor(ctx context.Context, spec sandbox.Spec, r sandbox.Report) {
+	w, done, err := openedWorkspace(spec)
+	if err != nil {
+		for _, name := range []string{"engine", "image", "tools", "workspace"} {
+			r.Fail(name, "not checked: "+err.Error(), "")
+		}
+		return
+	}
+	defer done()
+	spec.Opened = w
 	eng, err := Connect(ctx)
 	if err != nil {
 		r.Fail("engine", err.Error(), "")
@@ -243,8 +277,8 @@ func (backend) Doctor(ctx context.Context, spec sandbox.Spec, r sandbox.Report) 
 		if !eng.Local() {
 			why = "the engine is not on this machine"
 		}
-		checks.Copy(ctx, sb, spec.Workspace, why, r)
-	case checks.Workspace(ctx, sb, spec.Workspace, r):
+		checks.Copy(ctx, sb, w, why, r)
+	case checks.Workspace(ctx, sb, w, r):
 		for _, p := range sb.Protections(ctx) {
 			if p.OK {
 				r.OK(p.Name, "%s", p.Detail)

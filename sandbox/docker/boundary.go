@@ -18,6 +18,7 @@ import (
 
 	"github.com/shiroagent/shiro/internal/atomicfile"
 	"github.com/shiroagent/shiro/internal/hostwrite"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/gitshadow"
 	"github.com/shiroagent/shiro/sandbox/helper"
@@ -30,6 +31,9 @@ import (
 type boundary struct {
 	ws   string
 	root *os.Root
+	// owned is the workspace the sandbox opened for itself (no Opened in
+	// its Spec), closed with the boundary; nil when it is the run's.
+	owned *workspace.Workspace
 	// gate makes the boundary's own writes in the workspace (the symlinks
 	// that take a repository the sandbox made out of reach): no symlink
 	// followed, never into the user's repositories.
@@ -52,15 +56,12 @@ type boundary struct {
 // finishes its final scan). What it finds is the user's (protected by
 // read-only mounts from now on), unless the last session on this
 // workspace ended without its final scan: then what was not the user's
-// before (by identity) is the sandbox's, and is moved (pending).
-func newBoundary(ctx context.Context, ws string, stateDir string, noMount []string) (b *boundary, pending []gitshadow.Finding, err error) {
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open the workspace: %w", err)
-	}
+// before (by identity) is the sandbox's, and is moved (pending). root is
+// the workspace ws, open; the boundary reads it through root and does not
+// close it.
+func newBoundary(ctx context.Context, ws string, root *os.Root, stateDir string, noMount []string) (b *boundary, pending []gitshadow.Finding, err error) {
 	nb := &boundary{ws: ws, root: root, journal: journal{dir: filepath.Join(stateDir, "workspaces", workspaceKey(ws))}}
 	if err := nb.journal.enter(ctx); err != nil {
-		root.Close()
 		return nil, nil, err
 	}
 	defer func() {
@@ -71,7 +72,6 @@ func newBoundary(ctx context.Context, ws string, stateDir string, noMount []stri
 			if nb.gate != nil {
 				nb.gate.Close()
 			}
-			root.Close()
 			nb.journal.leave()
 		}
 	}()
@@ -279,7 +279,9 @@ func (b *boundary) close() {
 	b.mu.Unlock()
 	b.scanner.Close()
 	b.gate.Close()
-	b.root.Close()
+	if b.owned != nil {
+		b.owned.Close()
+	}
 	b.journal.leave()
 }
 

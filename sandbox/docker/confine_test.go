@@ -131,7 +131,7 @@ func TestResolveRefusesHostileFiles(t *testing.T) {
 				}
 			}
 			eng := newFakeEngine()
-			res, err := resolveImage(t.Context(), eng, ImageRequest{Spec: tt.spec, Workspace: ws, FromProject: true}, &imageBuilds{})
+			res, err := resolveImage(t.Context(), eng, ImageRequest{Spec: tt.spec, Workspace: ws, Root: openRoot(t, ws), FromProject: true}, &imageBuilds{})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)

@@ -70,6 +70,12 @@ type ImageRequest struct {
 	Spec string
 	// Workspace is the absolute workspace path.
 	Workspace string
+	// Root is the workspace, open (workspace.Workspace.Root): every file
+	// of it that Spec names is read through Root. A build shared with
+	// other callers may open its context through Root until it ends, so
+	// the caller keeps Root open for as long as the run (the run's
+	// workspace is). Only a reference needs none.
+	Root *os.Root
 	// FromProject says Spec comes from the workspace's own (untrusted)
 	// configuration: it may name files inside the workspace only.
 	FromProject bool
@@ -182,11 +188,10 @@ func resolveImage(ctx context.Context, api resolveAPI, req ImageRequest, builds 
 		pulled, err := ensureReference(ctx, api, p, req)
 		return ResolvedImage{Ref: p, Kind: kind, Pulled: pulled}, err
 	}
-	loc, err := newLocator(req.Workspace, !req.FromProject)
+	loc, err := newLocator(req)
 	if err != nil {
 		return ResolvedImage{}, err
 	}
-	defer loc.close()
 	if kind == KindDevcontainer && p == DevcontainerWord {
 		if p, err = loc.findDevcontainer(); err != nil {
 			return ResolvedImage{}, err
@@ -554,15 +559,14 @@ type locator struct {
 // tree is the workspace as a confine.Tree.
 func (l *locator) tree() confine.Tree { return confine.Tree{Root: l.root, Name: "the workspace"} }
 
-func newLocator(ws string, trusted bool) (*locator, error) {
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return nil, fmt.Errorf("open the workspace: %w", err)
+// newLocator finds files for req in the workspace req.Root, which it
+// reads and leaves open.
+func newLocator(req ImageRequest) (*locator, error) {
+	if req.Root == nil {
+		return nil, fmt.Errorf("image %q: the workspace is not open", req.Spec)
 	}
-	return &locator{ws: ws, root: root, trusted: trusted}, nil
+	return &locator{ws: req.Workspace, root: req.Root, trusted: !req.FromProject}, nil
 }
-
-func (l *locator) close() { l.root.Close() }
 
 // place resolves p (relative to base, an absolute directory).
 func (l *locator) place(p, base string) (place, error) {
@@ -650,24 +654,25 @@ func (l *locator) readFile(p place, max int64) ([]byte, error) {
 }
 
 // opener returns a func that opens the directory p as a root, each call
-// anew, inside the workspace when p is there. It does not need l.
+// anew, through the workspace's root when p is inside it. It does not
+// need l, only the workspace's root.
 func (l *locator) opener(p place) func() (*os.Root, error) {
-	ws := l.ws
+	ws := l.tree()
 	return func() (*os.Root, error) {
 		var r *os.Root
 		var err error
 		if p.inside {
-			var wr *os.Root
-			if wr, err = os.OpenRoot(ws); err == nil {
-				r, err = confine.Tree{Root: wr, Name: "the workspace"}.OpenRoot(p.rel)
-				wr.Close()
-			}
+			r, err = ws.OpenRoot(p.rel)
 			if rf, ok := confine.AsRefusal(err); ok {
 				rf.Path = "the build context " + p.abs
 				return nil, rf
 			}
 		} else {
-			r, err = os.OpenRoot(p.abs)
+			// The user's own directory, outside the workspace.
+			var t confine.Tree
+			if t, err = confine.Open(p.abs, "the build context"); err == nil {
+				r = t.Root
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("open the build context %s: %w", p.abs, unwrapPathError(err))

@@ -131,7 +131,7 @@ func TestResolveDockerfileBuildGetsTheSessionLimits(t *testing.T) {
 	eng.tagOnError = true
 	eng.buildOut = `{"stream":"Step 2/2 : RUN big"}` + "\n" + `{"errorDetail":{"code":1,"message":"The command '/bin/sh -c big' returned a non-zero code: 137"}}`
 	var progress strings.Builder
-	_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws, Progress: &progress,
+	_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws, Root: openRoot(t, ws), Progress: &progress,
 		Build: BuildLimits{Network: "none", Memory: 64 << 20, CPUs: 0.5}}, &imageBuilds{})
 	if err == nil || !strings.Contains(err.Error(), "ran past the build's memory limit of 64m") {
 		t.Fatalf("error %v", err)
@@ -148,7 +148,7 @@ func TestResolveDockerfileBuildGetsTheSessionLimits(t *testing.T) {
 	}
 	// Without limits, the sandbox's defaults.
 	eng = newFakeEngine()
-	if _, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws}, &imageBuilds{}); err != nil {
+	if _, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws, Root: openRoot(t, ws)}, &imageBuilds{}); err != nil {
 		t.Fatal(err)
 	}
 	// The default session network is ask, and a build cannot ask: none.
@@ -238,7 +238,7 @@ func TestResolveDockerfileBuildsOnce(t *testing.T) {
 	})
 	eng := newFakeEngine(images.Tag())
 	var progress strings.Builder
-	req := ImageRequest{Spec: "docker/Dockerfile", Workspace: ws, FromProject: true, Progress: &progress}
+	req := ImageRequest{Spec: "docker/Dockerfile", Workspace: ws, Root: openRoot(t, ws), FromProject: true, Progress: &progress}
 	first, err := resolveImage(t.Context(), eng, req, &imageBuilds{})
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +296,7 @@ func TestResolveDockerfileBuildErrorNamesTheStep(t *testing.T) {
 	writeTree(t, ws, map[string]string{"Dockerfile": "FROM x\nRUN false\n"})
 	eng := newFakeEngine()
 	eng.buildOut = `{"stream":"Step 2/2 : RUN false"}` + "\n" + `{"errorDetail":{"code":1,"message":"The command '/bin/sh -c false' returned a non-zero code: 1"}}`
-	_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws, Build: BuildLimits{Network: NetworkOpen}}, &imageBuilds{})
+	_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "./Dockerfile", Workspace: ws, Root: openRoot(t, ws), Build: BuildLimits{Network: NetworkOpen}}, &imageBuilds{})
 	want := "build the image from " + filepath.Join(ws, "Dockerfile") + ": step 2/2 (RUN false): The command '/bin/sh -c false' returned a non-zero code: 1"
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v\nwant %s", err, want)
@@ -336,7 +336,7 @@ func TestResolveStaysInTheWorkspace(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			eng := newFakeEngine()
-			_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: tc.spec, Workspace: ws, FromProject: tc.project}, &imageBuilds{})
+			_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: tc.spec, Workspace: ws, Root: openRoot(t, ws), FromProject: tc.project}, &imageBuilds{})
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -374,7 +374,7 @@ func TestResolveDevcontainer(t *testing.T) {
 	})
 	eng := newFakeEngine()
 	var progress strings.Builder
-	res, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "devcontainer", Workspace: ws, Progress: &progress}, &imageBuilds{})
+	res, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "devcontainer", Workspace: ws, Root: openRoot(t, ws), Progress: &progress}, &imageBuilds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,12 +396,13 @@ func TestResolveDevcontainer(t *testing.T) {
 
 	// An image instead of a build: pulled when missing.
 	writeTree(t, ws, map[string]string{"img.json": `{"image": "python:3.12"}`})
-	res, err = resolveImage(t.Context(), eng, ImageRequest{Spec: "./img.json", Workspace: ws}, &imageBuilds{})
+	res, err = resolveImage(t.Context(), eng, ImageRequest{Spec: "./img.json", Workspace: ws, Root: openRoot(t, ws)}, &imageBuilds{})
 	if err != nil || res.Ref != "python:3.12" || !res.Pulled {
 		t.Errorf("got %+v, %v", res, err)
 	}
 
-	if _, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "devcontainer", Workspace: t.TempDir()}, &imageBuilds{}); err == nil ||
+	empty := t.TempDir()
+	if _, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "devcontainer", Workspace: empty, Root: openRoot(t, empty)}, &imageBuilds{}); err == nil ||
 		!strings.Contains(err.Error(), "no .devcontainer/devcontainer.json") {
 		t.Errorf("missing devcontainer: %v", err)
 	}
@@ -415,7 +416,7 @@ func TestSharedBuildOutlivesTheCallerThatStarted(t *testing.T) {
 	eng.started, eng.gate = make(chan struct{}), make(chan struct{})
 	joined := make(chan struct{}, 2)
 	builds := &imageBuilds{joined: func(string) { joined <- struct{}{} }}
-	req := ImageRequest{Spec: "Dockerfile", Workspace: ws}
+	req := ImageRequest{Spec: "Dockerfile", Workspace: ws, Root: openRoot(t, ws)}
 
 	// The first caller starts the build, then gives up while a second one
 	// waits for it: the build goes on, reading its context through its own

@@ -25,11 +25,10 @@ func PlanImage(req ImageRequest) (ImagePlan, error) {
 		plan.Ref = p
 		return plan, nil
 	}
-	loc, err := newLocator(req.Workspace, !req.FromProject)
+	loc, err := newLocator(req)
 	if err != nil {
 		return plan, err
 	}
-	defer loc.close()
 	if kind == KindDevcontainer && p == DevcontainerWord {
 		if p, err = loc.findDevcontainer(); err != nil {
 			return plan, err

@@ -68,7 +68,14 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	if opts.UserName == "" {
 		opts.UserName = hostUserName()
 	}
-	wsID, err := workspaceID(opts.Workspace)
+	// The run's workspace names the directory it opened; without one,
+	// the directory at the path now.
+	var wsID string
+	if opts.Opened != nil {
+		wsID, err = opts.Opened.ID()
+	} else {
+		wsID, err = workspaceID(opts.Workspace)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +85,16 @@ func (e *Engine) Open(ctx context.Context, img ResolvedImage, opts Options) (*Sa
 	var git *boundary
 	var pending []gitshadow.Finding
 	if !opts.copyMode() {
-		if git, pending, err = newBoundary(ctx, opts.Workspace, e.stateDir, opts.NoMount); err != nil {
+		w, done, err := openedWorkspace(opts.Spec)
+		if err != nil {
 			return nil, err
+		}
+		if git, pending, err = newBoundary(ctx, opts.Workspace, w.Root(), e.stateDir, opts.NoMount); err != nil {
+			done()
+			return nil, err
+		}
+		if w != opts.Opened {
+			git.owned = w
 		}
 		// Marked open before anything can run: a crash from here on is
 		// taken for one, so what appears meanwhile is not the user's.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	wspace "github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/checks"
 )
@@ -50,7 +51,7 @@ func (backend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, er
 
 // PlanImage plans an image reference; anything else needs a build this
 // backend cannot do (ImageError).
-func (backend) PlanImage(_ string, s sandbox.Settings) (sandbox.ImagePlan, error) {
+func (backend) PlanImage(_ *wspace.Workspace, s sandbox.Settings) (sandbox.ImagePlan, error) {
 	kind, ref := sandbox.ClassifyImage(s.Image)
 	if kind == sandbox.KindReference {
 		return sandbox.ImagePlan{Kind: kind, Ref: ref}, nil

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shiroagent/shiro/internal/confine"
-	"github.com/shiroagent/shiro/internal/hostwrite"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox/helper"
 	"github.com/shiroagent/shiro/sandbox/local"
 	"github.com/shiroagent/shiro/tools"
@@ -65,12 +65,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "shiro helper ws %s: --ws is required\n", verb)
 		return 2
 	}
-	root, err := os.OpenRoot(*ws)
+	// The copy is opened once, as the host opens its workspace: its root
+	// and the write gate on the same descriptor.
+	w, err := workspace.Open(*ws)
 	if err != nil {
 		fmt.Fprintf(stderr, "shiro helper ws %s: %v\n", verb, err)
 		return 1
 	}
-	defer root.Close()
+	defer w.Close()
+	root := w.Root()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	out := bufio.NewWriterSize(stdout, 64<<10)
@@ -80,7 +83,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "shiro helper ws tool: want one tool name")
 			return 2
 		}
-		err = runTool(ctx, *ws, root, fl.Arg(0), *check, stdin, out)
+		err = runTool(ctx, w, fl.Arg(0), *check, stdin, out)
 	case "manifest":
 		var only []string
 		if *paths {
@@ -154,7 +157,8 @@ type toolReply struct {
 // runTool runs the built-in tool name on the copy: the same code, jail
 // and texts as on the host. Commands it starts (grep's rg) run here, under
 // a reaper of their own.
-func runTool(ctx context.Context, ws string, root *os.Root, name string, check bool, stdin io.Reader, out io.Writer) error {
+func runTool(ctx context.Context, w *workspace.Workspace, name string, check bool, stdin io.Reader, out io.Writer) error {
+	ws, root := w.Path(), w.Root()
 	t := tools.Find(tools.Builtins(), name)
 	if t == nil || !InSandbox(name) {
 		return fmt.Errorf("no file tool %q", name)
@@ -170,12 +174,7 @@ func runTool(ctx context.Context, ws string, root *os.Root, name string, check b
 	defer sb.Close()
 	// The same write gate as on the host: the copy's .git and symlinks
 	// are refused with the same texts.
-	gate, err := hostwrite.New(root, ws)
-	if err != nil {
-		return err
-	}
-	defer gate.Close()
-	env := &tools.Env{Workspace: ws, Root: root, Gate: gate, Sandbox: sb}
+	env := &tools.Env{Workspace: ws, Root: root, Gate: w.Gate(), Sandbox: sb}
 	var reply toolReply
 	if check {
 		if c, ok := t.(tools.Checker); ok {

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shiroagent/shiro/cmd/shiro/cli"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/local"
 )
@@ -58,7 +60,7 @@ func (b *fakeBackend) Doctor(_ context.Context, spec sandbox.Spec, r sandbox.Rep
 	r.Fail("fakefail", "the fake engine's own failure", "nothing to do")
 }
 
-func (b *fakeBackend) PlanImage(string, sandbox.Settings) (sandbox.ImagePlan, error) {
+func (b *fakeBackend) PlanImage(*workspace.Workspace, sandbox.Settings) (sandbox.ImagePlan, error) {
 	return sandbox.ImagePlan{}, errors.New("the fake engine runs no images")
 }
 
@@ -176,6 +178,12 @@ func TestABackendRegisteredByATestIsAFullBackend(t *testing.T) {
 	}
 	if len(fake.doctor) != 1 || fake.doctor[0].WorkspaceMode != sandbox.WorkspaceMount {
 		t.Errorf("doctor %+v", fake.doctor)
+	}
+	// Both hand the backend the workspace the command opened.
+	for _, spec := range append(slices.Clone(fake.opened), fake.doctor...) {
+		if spec.Opened == nil || spec.Opened.Path() != ws {
+			t.Errorf("the spec's opened workspace is %v, want the command's open of %s", spec.Opened, ws)
+		}
 	}
 
 	// The key's values and the flag's help name it.

@@ -114,9 +114,10 @@ func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 	d := &doctor{out: f.Out}
 	// An untrusted project's servers and image are withheld before any
 	// check could start or build them.
-	state, _ := f.gateTrust(&cfg, paths, ws, opts.Sandbox)
+	state, _ := f.gateTrust(&cfg, paths, w, opts.Sandbox)
 	d.reportTrust(state)
 	sc := f.sandboxConfig(cfg, paths, ws, opts.Sandbox)
+	sc.Opened = w
 	if sc.NoSandbox {
 		d.ok("sandbox", "off (--no-sandbox): commands run on this machine without isolation; the engine is not needed")
 	} else {

@@ -150,7 +150,7 @@ func (f *Factory) loadConfig(w *workspace.Workspace, sf *SandboxFlags, mf *Model
 	if err != nil {
 		return cfg, paths, err
 	}
-	_, err = f.gateTrust(&cfg, paths, w.Path(), sf)
+	_, err = f.gateTrust(&cfg, paths, w, sf)
 	return cfg, paths, err
 }
 

@@ -77,7 +77,7 @@ func runTool(cmd *cobra.Command, f *Factory, opts *ToolOptions) error {
 		return err
 	}
 	sc := f.sandboxConfig(cfg, paths, ws, opts.Sandbox)
-	runner, err := orchestrator.NewToolRunner(sc, paths.DataDir, w.Root(), w.Gate(), func(_ string, chunk []byte) {
+	runner, err := orchestrator.NewToolRunner(sc, paths.DataDir, w, func(_ string, chunk []byte) {
 		f.ErrOut.Write(chunk) //nolint:errcheck // live output is best effort
 	})
 	if err != nil {

@@ -8,13 +8,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shiroagent/shiro/internal/termsafe"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/trust"
 )
 
-// trustState decides the workspace's trust for cfg's asks.
-func (f *Factory) trustState(cfg config.Config, paths config.Paths, ws string, flag bool) (trust.State, error) {
-	asks := trust.ProjectAsks(cfg, ws)
+// trustState decides the workspace w's trust for cfg's asks.
+func (f *Factory) trustState(cfg config.Config, paths config.Paths, w *workspace.Workspace, flag bool) (trust.State, error) {
+	ws := w.Path()
+	asks := trust.ProjectAsks(cfg, w)
 	home, _ := f.LookupEnv("HOME")
 	var st *trust.Store
 	if paths.DataDir != "" {
@@ -26,9 +28,9 @@ func (f *Factory) trustState(cfg config.Config, paths config.Paths, ws string, f
 // gateTrust withholds the project's asks from cfg unless the workspace is
 // trusted, with one notice line per ask withheld (and what changed since
 // an earlier decision).
-func (f *Factory) gateTrust(cfg *config.Config, paths config.Paths, ws string, sf *SandboxFlags) (trust.State, error) {
+func (f *Factory) gateTrust(cfg *config.Config, paths config.Paths, w *workspace.Workspace, sf *SandboxFlags) (trust.State, error) {
 	flag := sf != nil && sf.TrustProject
-	state, err := f.trustState(*cfg, paths, ws, flag)
+	state, err := f.trustState(*cfg, paths, w, flag)
 	if err != nil {
 		// An unreadable store trusts nothing; it does not stop shiro.
 		fmt.Fprintf(f.ErrOut, "[notice] trust: %v\n", err)
@@ -149,7 +151,7 @@ func runTrust(f *Factory, opts *TrustOptions) error {
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	asks := trust.ProjectAsks(cfg, ws)
+	asks := trust.ProjectAsks(cfg, w)
 	if len(asks) == 0 {
 		fmt.Fprintln(f.Out, "This workspace's project config asks for nothing that needs trust.")
 		return nil

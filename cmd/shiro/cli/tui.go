@@ -8,6 +8,7 @@ import (
 	"github.com/moby/term"
 
 	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/store"
@@ -18,8 +19,9 @@ import (
 // askTrust asks, with the trust form, whether the project's asks may
 // happen (unless the workspace is trusted already), and withholds them on
 // "no".
-func (f *Factory) askTrust(cfg *config.Config, paths config.Paths, ws string, sf *SandboxFlags) error {
-	state, err := f.trustState(*cfg, paths, ws, sf != nil && sf.TrustProject)
+func (f *Factory) askTrust(cfg *config.Config, paths config.Paths, w *workspace.Workspace, sf *SandboxFlags) error {
+	ws := w.Path()
+	state, err := f.trustState(*cfg, paths, w, sf != nil && sf.TrustProject)
 	if err != nil {
 		fmt.Fprintf(f.ErrOut, "[notice] trust: %v\n", err)
 	}
@@ -65,7 +67,7 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	if err := f.askTrust(&cfg, paths, ws, opts.Sandbox); err != nil {
+	if err := f.askTrust(&cfg, paths, w, opts.Sandbox); err != nil {
 		return err
 	}
 	st := &store.Store{Dir: paths.SessionsDir()}
