@@ -238,3 +238,29 @@ func TestConfigUsesNoReflect(t *testing.T) {
 		}
 	}
 }
+
+// TestFewFilesOpenARoot: the workspace is opened once per run
+// (internal/workspace) and handed on; outside internal/, at most three
+// production files call os.OpenRoot (issue 27), each on a directory that
+// is not the workspace.
+func TestFewFilesOpenARoot(t *testing.T) {
+	var openers []string
+	for p, fs := range goFiles(t) {
+		if under(p, "internal") {
+			continue
+		}
+		for _, f := range fs {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(src, []byte("os.OpenRoot(")) {
+				openers = append(openers, p+"/"+filepath.Base(f))
+			}
+		}
+	}
+	if len(openers) > 3 {
+		slices.Sort(openers)
+		t.Errorf("%d production files outside internal/ call os.OpenRoot (at most three; take the run's workspace.Workspace): %v", len(openers), openers)
+	}
+}
