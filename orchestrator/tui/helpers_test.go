@@ -44,10 +44,13 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2.runClock"))
 }
 
-// fakeSession is a Session of func fields around a real agent.
+// fakeSession is a Session of func fields around a real agent. Like a
+// session, it publishes to events, the App's sink; send emits the turn's
+// events, which reach it as TurnEvents.
 type fakeSession struct {
 	agent   *agent.Agent
 	offered []orchestrator.OfferedTool
+	events  func(orchestrator.Event)
 	send    func(ctx context.Context, prompt string, emit func(agent.Event)) error
 	start   func(ctx context.Context) (sandbox.Info, error)
 	compact func(ctx context.Context) (int, int, error)
@@ -65,10 +68,11 @@ type fakeSession struct {
 	id, variant, thinking string
 }
 
-func (s *fakeSession) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
+func (s *fakeSession) Send(ctx context.Context, prompt string) error {
 	s.mu.Lock()
 	s.prompts = append(s.prompts, prompt)
 	s.mu.Unlock()
+	emit := func(e agent.Event) { s.events(orchestrator.TurnEvent{Event: e}) }
 	if s.send != nil {
 		return s.send(ctx, prompt, emit)
 	}
@@ -244,7 +248,9 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 			orchestrator.OfferedTool{Name: "current_time", Kind: orchestrator.KindPlugin}),
 		plugins: plugins,
 		skills:  skills,
+		events:  app.Events,
 	}
+	sess.todos.OnChange = func(items []sessiontools.Todo) { sess.events(orchestrator.TodosEvent{Items: items}) }
 	rt := &runtime{app: app, sess: sess, ctx: t.Context()}
 	m := newModel(rt, app.opts, newStyles(io.Discard, termenv.Ascii, false))
 	m.out.keep = true
