@@ -20,9 +20,11 @@ import (
 	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools/mcp"
@@ -81,6 +83,55 @@ type Session interface {
 	// one connected or failed (/mcp, the header).
 	MCPStatus() []mcp.ServerStatus
 	WaitMCP(ctx context.Context) error
+	// Network is every connection of the sandbox so far (/network).
+	Network() []egress.Record
+	// CopyMode says the sandbox works on its own copy of the workspace:
+	// PreviewFile reads a file of that copy (an approval's diff); Changes,
+	// ChangePatch and Apply are /changes and /apply.
+	CopyMode() bool
+	PreviewFile(ctx context.Context, p string) (content string, exists bool, problem string, err error)
+	Changes(ctx context.Context) (workcopy.Changes, error)
+	ChangePatch(ctx context.Context, f checkpoint.FileChange) (string, error)
+	Apply(ctx context.Context, ch workcopy.Changes, paths []string) (workcopy.Applied, error)
+	// Checkpoints is the checkpoint store, nil with checkpoints off;
+	// PlanUndo, Undo and Diff are /undo and /diff.
+	Checkpoints() *checkpoint.Store
+	PlanUndo(ctx context.Context, n int) (*orchestrator.UndoPlan, error)
+	Undo(ctx context.Context, p *orchestrator.UndoPlan, overwriteUser bool) ([]checkpoint.FileChange, []string, bool, error)
+	Diff(ctx context.Context, turn int) ([]orchestrator.FileDiff, error)
+}
+
+// Session's methods are *orchestrator.Session's.
+var _ Session = (*orchestrator.Session)(nil)
+
+// plainSession answers the capabilities of Session for a session that has
+// none of them: no copy of the workspace, no checkpoints, no connections.
+// The bench's session and the tests' fake embed it.
+type plainSession struct{}
+
+func (plainSession) Network() []egress.Record { return nil }
+func (plainSession) CopyMode() bool           { return false }
+func (plainSession) PreviewFile(context.Context, string) (string, bool, string, error) {
+	return "", false, "", orchestrator.ErrNotCopyMode
+}
+func (plainSession) Changes(context.Context) (workcopy.Changes, error) {
+	return workcopy.Changes{}, orchestrator.ErrNotCopyMode
+}
+func (plainSession) ChangePatch(context.Context, checkpoint.FileChange) (string, error) {
+	return "", orchestrator.ErrNotCopyMode
+}
+func (plainSession) Apply(context.Context, workcopy.Changes, []string) (workcopy.Applied, error) {
+	return workcopy.Applied{}, orchestrator.ErrNotCopyMode
+}
+func (plainSession) Checkpoints() *checkpoint.Store { return nil }
+func (plainSession) PlanUndo(context.Context, int) (*orchestrator.UndoPlan, error) {
+	return nil, orchestrator.ErrNoCheckpoints
+}
+func (plainSession) Undo(context.Context, *orchestrator.UndoPlan, bool) ([]checkpoint.FileChange, []string, bool, error) {
+	return nil, nil, false, orchestrator.ErrNoCheckpoints
+}
+func (plainSession) Diff(context.Context, int) ([]orchestrator.FileDiff, error) {
+	return nil, orchestrator.ErrNoCheckpoints
 }
 
 // Options configure the UI.
@@ -178,22 +229,16 @@ func New(opts Options) (*App, error) {
 // preview reads a file an edit would change, for its approval's diff: in
 // copy mode the sandbox's copy of it.
 func (a *App) preview(p string) (string, bool, string) {
-	if pv, ok := a.sess.(previewer); ok && pv.CopyMode() {
+	if a.sess.CopyMode() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		content, exists, problem, err := pv.PreviewFile(ctx, p)
+		content, exists, problem, err := a.sess.PreviewFile(ctx, p)
 		if err != nil {
 			return "", false, "cannot read the sandbox's copy: " + err.Error()
 		}
 		return content, exists, problem
 	}
 	return confine.ReadPreview(a.root, a.opts.Workspace, p)
-}
-
-// previewer reads the files of the sandbox's copy (copy mode).
-type previewer interface {
-	CopyMode() bool
-	PreviewFile(ctx context.Context, p string) (content string, exists bool, problem string, err error)
 }
 
 // AddNotices adds lines to the header (call before Run).

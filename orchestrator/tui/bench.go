@@ -91,6 +91,7 @@ func (b *Bench) Close() { b.app.Close() }
 
 // benchSession is a session that never runs anything.
 type benchSession struct {
+	plainSession
 	todos *sessiontools.TodoList
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
@@ -48,6 +49,7 @@ func TestMain(m *testing.M) {
 // session, it publishes to events, the App's sink; send emits the turn's
 // events, which reach it as TurnEvents.
 type fakeSession struct {
+	plainSession
 	agent   *agent.Agent
 	offered []orchestrator.OfferedTool
 	events  func(orchestrator.Event)
@@ -62,6 +64,8 @@ type fakeSession struct {
 	pluginErr     []string
 	compactMemory func(ctx context.Context) (sessiontools.MemoryCompaction, error)
 	mcp           []mcp.ServerStatus
+
+	network []egress.Record // overrides plainSession's none
 
 	mu                    sync.Mutex
 	prompts               []string
@@ -163,6 +167,8 @@ func (s *fakeSession) CompactMemory(ctx context.Context) (sessiontools.MemoryCom
 	return sessiontools.MemoryCompaction{}, nil
 }
 
+func (s *fakeSession) Network() []egress.Record { return s.network }
+
 func (s *fakeSession) sent() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -251,6 +257,7 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 		events:  app.Events,
 	}
 	sess.todos.OnChange = func(items []sessiontools.Todo) { sess.events(orchestrator.TodosEvent{Items: items}) }
+	app.sess = sess // as Run sets it
 	rt := &runtime{app: app, sess: sess, ctx: t.Context()}
 	m := newModel(rt, app.opts, newStyles(io.Discard, termenv.Ascii, false))
 	m.out.keep = true

@@ -213,11 +213,7 @@ func replyHost(reply chan<- egress.Answer, a egress.Answer) tea.Cmd {
 
 // cmdNetwork is /network: every connection of the session, with totals.
 func (m *Model) cmdNetwork(string) tea.Cmd {
-	var recs []egress.Record
-	if s, ok := m.rt.sess.(interface{ Network() []egress.Record }); ok {
-		recs = s.Network()
-	}
-	m.info = &infoPanel{title: "network", body: networkText(m.networkMode(), recs)}
+	m.info = &infoPanel{title: "network", body: networkText(m.networkMode(), m.rt.sess.Network())}
 	return nil
 }
 

@@ -39,3 +39,14 @@ func TestHostAskNamesNoAsker(t *testing.T) {
 		t.Errorf("with nothing running:\n%s", v)
 	}
 }
+
+// /network reads the session's connections through Session itself.
+func TestNetworkCommandListsTheSessionsConnections(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	f.sess.network = []egress.Record{{Host: "example.com", Port: 443, Decision: egress.DecisionDeny, Rule: "no rule"}}
+	f.m.runCommand("/network")
+	if f.m.info == nil || !strings.Contains(f.m.info.body, "example.com") || !strings.Contains(f.m.info.body, "(no rule)") {
+		t.Errorf("/network:\n%+v", f.m.info)
+	}
+}
