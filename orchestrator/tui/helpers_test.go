@@ -66,6 +66,9 @@ type fakeSession struct {
 	mcp           []mcp.ServerStatus
 
 	network []egress.Record // overrides plainSession's none
+	// copyFiles, when set, is the sandbox's copy (copy mode): the
+	// session's files by path.
+	copyFiles map[string]string
 
 	mu                    sync.Mutex
 	prompts               []string
@@ -168,6 +171,14 @@ func (s *fakeSession) CompactMemory(ctx context.Context) (sessiontools.MemoryCom
 }
 
 func (s *fakeSession) Network() []egress.Record { return s.network }
+func (s *fakeSession) CopyMode() bool           { return s.copyFiles != nil }
+func (s *fakeSession) PreviewFile(ctx context.Context, p string) (string, bool, string, error) {
+	if s.copyFiles == nil {
+		return s.plainSession.PreviewFile(ctx, p)
+	}
+	content, ok := s.copyFiles[p]
+	return content, ok, "", nil
+}
 
 func (s *fakeSession) sent() []string {
 	s.mu.Lock()

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,5 +50,22 @@ func TestNetworkCommandListsTheSessionsConnections(t *testing.T) {
 	f.m.runCommand("/network")
 	if f.m.info == nil || !strings.Contains(f.m.info.body, "example.com") || !strings.Contains(f.m.info.body, "(no rule)") {
 		t.Errorf("/network:\n%+v", f.m.info)
+	}
+}
+
+// An approval's preview reads the sandbox's copy in copy mode, the
+// workspace otherwise, through Session itself.
+func TestPreviewReadsTheCopyInCopyMode(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	if err := os.WriteFile(filepath.Join(f.ws, "a.txt"), []byte("on the host"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if content, exists, _ := f.app.preview("a.txt"); !exists || content != "on the host" {
+		t.Errorf("mount mode: %q %v", content, exists)
+	}
+	f.sess.copyFiles = map[string]string{"a.txt": "in the copy"}
+	if content, exists, _ := f.app.preview("a.txt"); !exists || content != "in the copy" {
+		t.Errorf("copy mode: %q %v", content, exists)
 	}
 }
