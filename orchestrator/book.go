@@ -76,8 +76,9 @@ func (b *book) switchTo(rec store.Record) error {
 	return err
 }
 
-// add counts one request's tokens, priced at the model that served it.
-func (b *book) add(model string, u llm.Usage) {
+// add counts one request's tokens, priced at the model that served it,
+// and returns the ledger's totals after it.
+func (b *book) add(model string, u llm.Usage) Usage {
 	b.mu.Lock()
 	b.usage.Usage = b.usage.Usage.Add(u)
 	if usd, ok := Cost(model, u); ok {
@@ -85,8 +86,10 @@ func (b *book) add(model string, u llm.Usage) {
 	} else {
 		b.usage.Unpriced = true
 	}
+	total := b.usage
 	b.mu.Unlock()
 	b.save(nil, false)
+	return total
 }
 
 // save hands the saver the record with msgs as its history (when set;

@@ -5,7 +5,6 @@ import (
 	"iter"
 	"testing"
 
-	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
@@ -36,7 +35,7 @@ func TestSessionOwnsItsRecordAndLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Send(t.Context(), "hello", func(agent.Event) {}); err != nil {
+	if err := s.Send(t.Context(), "hello"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Compact(t.Context()); err != nil {
@@ -65,7 +64,7 @@ func TestSessionOwnsItsRecordAndLedger(t *testing.T) {
 
 	// A switch of model is recorded; its requests are priced at its price.
 	s.SetModel(billedModel{id: "made-up-model", usage: llm.Usage{InputTokens: 5, OutputTokens: 5}})
-	if err := s.Send(t.Context(), "again", func(agent.Event) {}); err != nil {
+	if err := s.Send(t.Context(), "again"); err != nil {
 		t.Fatal(err)
 	}
 	if u := s.Usage(); !u.Unpriced || u.CostUSD != usd || u.InputTokens != 2005 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/sandbox"
@@ -12,12 +11,9 @@ import (
 )
 
 // sessionMCP is a session's MCP servers: the manager connecting them in the
-// background and the notices no one has seen yet.
+// background.
 type sessionMCP struct {
 	manager *mcp.Manager
-
-	mu      sync.Mutex
-	pending []string // notices for the next Send (without OnNotice)
 }
 
 // startMCP starts connecting the session's MCP servers in the background:
@@ -39,16 +35,9 @@ func (s *Session) startMCP(opts SessionOptions) {
 		Sandbox:   open,
 		Version:   opts.Sandbox.Version,
 		OnStatus: func(st mcp.ServerStatus) {
-			notices := mcpNotices(st)
-			if opts.OnNotice != nil {
-				for _, n := range notices {
-					opts.OnNotice(n)
-				}
-				return
+			for _, n := range mcpNotices(st) {
+				s.publish(NoticeEvent{n})
 			}
-			m.mu.Lock()
-			m.pending = append(m.pending, notices...)
-			m.mu.Unlock()
 		},
 	})
 }
@@ -75,22 +64,14 @@ func (s *Session) mcpTools() []agent.Tool {
 }
 
 // awaitMCP waits, before a turn, for the MCP servers still connecting (at
-// most mcp.DefaultTimeout: a server that takes longer joins a later step),
-// and emits the notices no OnNotice has taken.
-func (s *Session) awaitMCP(ctx context.Context, emit func(agent.Event)) {
+// most mcp.DefaultTimeout: a server that takes longer joins a later step).
+func (s *Session) awaitMCP(ctx context.Context) {
 	if s.mcp == nil {
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, mcp.DefaultTimeout)
 	defer cancel()
 	_ = s.mcp.manager.Wait(wctx)
-	s.mcp.mu.Lock()
-	pending := s.mcp.pending
-	s.mcp.pending = nil
-	s.mcp.mu.Unlock()
-	for _, n := range pending {
-		emit(agent.Event{Type: agent.EventNotice, Text: n})
-	}
 }
 
 // MCPStatus describes the session's MCP servers, the user's first, each

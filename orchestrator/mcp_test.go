@@ -92,24 +92,36 @@ func mcpSession(t *testing.T, model llm.Model, opts SessionOptions) *Session {
 	if opts.MCPServers == nil {
 		opts.MCPServers = map[string]json.RawMessage{"srv": echoConfig(t)}
 	}
+	rec := &recorder{}
+	if opts.Events == nil {
+		opts.Events = rec.add
+	}
 	s, err := NewSession(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	recorders.Store(s, rec)
+	t.Cleanup(func() { s.Close(); recorders.Delete(s) })
 	return s
 }
 
+// recorders are the sinks of the sessions mcpSession made.
+var recorders sync.Map // *Session → *recorder
+
+// send runs one turn of a session mcpSession made and returns its events.
 func send(t *testing.T, s *Session, prompt string) []agent.Event {
 	t.Helper()
-	var mu sync.Mutex
-	var events []agent.Event
-	if err := s.Send(t.Context(), prompt, func(e agent.Event) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	}); err != nil {
+	r, _ := recorders.Load(s)
+	rec := r.(*recorder)
+	from := len(rec.all())
+	if err := s.Send(t.Context(), prompt); err != nil {
 		t.Fatalf("send: %v", err)
+	}
+	var events []agent.Event
+	for _, e := range rec.all()[from:] {
+		if te, ok := e.(TurnEvent); ok {
+			events = append(events, te.Event)
+		}
 	}
 	return events
 }
@@ -165,7 +177,7 @@ func TestSessionMCPAlwaysAllowsOneTool(t *testing.T) {
 	}}
 	var mu sync.Mutex
 	var asked []string
-	approver := agent.ApproverFunc(func(_ context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+	asker := testAsker{approve: func(_ context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked = append(asked, req.Tool)
@@ -173,8 +185,8 @@ func TestSessionMCPAlwaysAllowsOneTool(t *testing.T) {
 			return agent.Always, nil
 		}
 		return agent.Deny, nil
-	})
-	s := mcpSession(t, model, SessionOptions{Approver: approver, Interactive: true})
+	}}
+	s := mcpSession(t, model, SessionOptions{Asker: asker})
 	send(t, s, "go")
 	mu.Lock()
 	defer mu.Unlock()
@@ -219,56 +231,54 @@ func TestSessionMCPFailuresBecomeNotices(t *testing.T) {
 	project := map[string]json.RawMessage{
 		"proj": json.RawMessage(`{"command":"sh","args":["-c","touch ran-on-the-host"]}`),
 	}
-	t.Run("as events of the first turn", func(t *testing.T) {
-		t.Parallel()
-		model := &mcpModel{}
-		s := mcpSession(t, model, SessionOptions{MCPServers: servers(t), ProjectMCPServers: project})
-		var notices []string
-		for _, e := range send(t, s, "hi") {
-			if e.Type == agent.EventNotice {
-				notices = append(notices, e.Text)
+	model := &mcpModel{}
+	rec := &recorder{}
+	s := mcpSession(t, model, SessionOptions{MCPServers: servers(t), ProjectMCPServers: project, Events: rec.add})
+	if err := s.WaitMCP(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	notices := func() []string {
+		var out []string
+		for _, e := range rec.all() {
+			if n, ok := e.(NoticeEvent); ok {
+				out = append(out, n.Text)
 			}
 		}
-		slices.Sort(notices)
-		if len(notices) != 2 || !strings.HasPrefix(notices[0], "mcp dies failed: ") || !strings.Contains(notices[0], "gone") ||
-			notices[1] != "mcp proj failed: "+"servers from the project's config run only inside the sandbox, and this session has none (--no-sandbox)" {
-			t.Errorf("notices %q", notices)
-		}
-		if _, err := os.Stat(s.Workspace() + "/ran-on-the-host"); err == nil {
-			t.Error("the project's server ran on the host")
-		}
-		for _, e := range send(t, s, "again") {
-			if e.Type == agent.EventNotice {
-				t.Errorf("a notice twice: %q", e.Text)
-			}
-		}
-		if !slices.Contains(specNames(model.requests()[0]), "mcp__srv__echo") {
-			t.Error("a failing server took the working one's tools away")
-		}
-		var where []string
-		for _, st := range s.MCPStatus() {
-			where = append(where, st.Name+"@"+st.Where)
-		}
-		if want := []string{"dies@host", "srv@host", "proj@"}; !slices.Equal(where, want) {
-			t.Errorf("status %v, want %v", where, want)
-		}
-	})
-	t.Run("to OnNotice as they happen", func(t *testing.T) {
-		t.Parallel()
-		got := make(chan string, 4)
-		s := mcpSession(t, &mcpModel{}, SessionOptions{MCPServers: servers(t), OnNotice: func(n string) { got <- n }})
-		if err := s.WaitMCP(t.Context()); err != nil {
+		slices.Sort(out)
+		return out
+	}
+	// A server's status is told before WaitMCP returns.
+	got := notices()
+	if len(got) != 2 || !strings.HasPrefix(got[0], "mcp dies failed: ") || !strings.Contains(got[0], "gone") ||
+		got[1] != "mcp proj failed: "+"servers from the project's config run only inside the sandbox, and this session has none (--no-sandbox)" {
+		t.Errorf("notices %q", got)
+	}
+	if _, err := os.Stat(s.Workspace() + "/ran-on-the-host"); err == nil {
+		t.Error("the project's server ran on the host")
+	}
+	for _, prompt := range []string{"hi", "again"} {
+		if err := s.Send(t.Context(), prompt); err != nil {
 			t.Fatal(err)
 		}
-		if n := <-got; !strings.HasPrefix(n, "mcp dies failed: ") {
-			t.Errorf("notice %q", n)
+	}
+	for _, e := range rec.all() {
+		if te, ok := e.(TurnEvent); ok && te.Type == agent.EventNotice {
+			t.Errorf("a server's notice is also a turn's: %q", te.Text)
 		}
-		for _, e := range send(t, s, "hi") {
-			if e.Type == agent.EventNotice {
-				t.Errorf("a notice taken by OnNotice is also an event: %q", e.Text)
-			}
-		}
-	})
+	}
+	if n := notices(); len(n) != 2 {
+		t.Errorf("notices after two turns %q, want each once", n)
+	}
+	if !slices.Contains(specNames(model.requests()[0]), "mcp__srv__echo") {
+		t.Error("a failing server took the working one's tools away")
+	}
+	var where []string
+	for _, st := range s.MCPStatus() {
+		where = append(where, st.Name+"@"+st.Where)
+	}
+	if want := []string{"dies@host", "srv@host", "proj@"}; !slices.Equal(where, want) {
+		t.Errorf("status %v, want %v", where, want)
+	}
 }
 
 // Not parallel: goleak looks at every goroutine.

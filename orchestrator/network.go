@@ -109,7 +109,7 @@ func newEgress(cfg SandboxConfig) (*egress.Proxy, error) {
 			}
 		}
 	}
-	ec := egress.Config{Policy: pol, OnRecord: cfg.OnConnection}
+	ec := egress.Config{Policy: pol, OnRecord: cfg.onConnection}
 	if creds := cfg.HostRules.Credentials; len(creds) > 0 {
 		ca, err := workspaceCA(cfg.DataDir, cfg.Workspace)
 		if err != nil {
@@ -117,8 +117,8 @@ func newEgress(cfg SandboxConfig) (*egress.Proxy, error) {
 		}
 		ec.Credentials, ec.CA = egressCredentials(creds), ca
 	}
-	if cfg.AskHost != nil {
-		ec.Ask = cfg.AskHost
+	if cfg.askHost != nil {
+		ec.Ask = cfg.askHost
 	}
 	if store != nil {
 		ec.Remember = store.add

@@ -20,17 +20,19 @@ type SandboxConfig struct {
 	Workspace string
 	// HostRules are the egress proxy's allow and deny rules (ask mode).
 	HostRules config.NetworkRules
-	// AskHost asks the user about a connection no rule decides; nil
-	// denies it (headless).
-	AskHost AskHostFunc
-	// OnConnection receives the record of every connection in ask mode.
-	OnConnection func(egress.Record)
+	// askHost asks the user about a connection no rule decides; nil
+	// denies it (headless). onConnection receives the record of every
+	// connection in ask mode. A session sets both (its Asker, its
+	// NetworkEvents).
+	askHost      AskHostFunc
+	onConnection func(egress.Record)
 	// DataDir keeps this project's "always" answers ("" keeps them for the
 	// process only).
 	DataDir string
 	// Version is shiro's version, recorded on the container.
 	Version string
-	// Progress receives start-up progress (image builds, container creation).
+	// Progress receives start-up progress (image builds, container
+	// creation). A session replaces it: its progress is a ProgressEvent.
 	Progress io.Writer
 	// LookupEnv reads the host environment; default os.LookupEnv.
 	LookupEnv func(string) (string, bool)

@@ -37,9 +37,14 @@ type SessionOptions struct {
 	Yolo     bool
 	// Plugins names the built-in plugins to enable.
 	Plugins []string
-	// Interactive says a person answers approvals and questions.
-	Interactive bool
-	Approver    agent.Approver
+	// Events receives everything the session tells its front end, from
+	// several goroutines (see Event); nil drops it. The session gives the
+	// sandbox its progress writer, so Sandbox.Progress is not used.
+	Events func(Event)
+	// Asker is the person who answers approvals, the ask tool and the
+	// egress proxy's questions; a session with one is interactive. Nil
+	// (headless) refuses them all (see Asker).
+	Asker Asker
 	// NoInstructions skips AGENTS.md and friends.
 	NoInstructions bool
 	// Instructions are the instruction files loaded already (the chat UI
@@ -56,26 +61,18 @@ type SessionOptions struct {
 	// Store, when set, keeps the session's record: the session saves it as
 	// the history changes and as requests are billed. Record is the record
 	// to continue (a resumed session: its messages, task list and totals;
-	// an empty one starts a new record). OnSaveError hears of failed saves.
-	Store       *store.Store
-	Record      store.Record
-	OnSaveError func(error)
+	// an empty one starts a new record). A failed save is a SaveErrorEvent.
+	Store  *store.Store
+	Record store.Record
 	// History resumes an earlier conversation (without a Record).
 	History []llm.Message
-	// OnChange is called after every change of the history.
-	OnChange func([]llm.Message)
 
 	// MCPServers are the user's MCP servers (run on the host) and
 	// ProjectMCPServers the project's (stdio servers run in the sandbox,
 	// remote ones are refused), name → the server's JSON object. NoMCP
-	// skips them all.
+	// skips them all. A server that fails is a NoticeEvent.
 	MCPServers, ProjectMCPServers map[string]json.RawMessage
 	NoMCP                         bool
-	// OnNotice, when set, receives the notices that arrive while the
-	// session starts (an MCP server that failed), from background
-	// goroutines, possibly at the same time; without it they are emitted
-	// as notice events by the next Send.
-	OnNotice func(string)
 
 	// DataDir holds per-project memory ("" leaves memory off).
 	DataDir string
@@ -86,15 +83,6 @@ type SessionOptions struct {
 	NoMemory, NoSkills, NoSubagent bool
 	// Todos is a saved task list to restore (store.Record.Todos).
 	Todos json.RawMessage
-	// OnTodos is called after every change of the task list (the TUI's
-	// task panel).
-	OnTodos func([]sessiontools.Todo)
-	// Asker answers the ask tool; the tool is offered only in an
-	// interactive session that has one.
-	Asker sessiontools.Asker
-	// OnSubagent receives the task subagents' progress (the TUI's
-	// subagent panel); it must not block.
-	OnSubagent func(sessiontools.SubagentEvent)
 	// SessionID names the session's checkpoints (the session record's
 	// id). With a DataDir, each turn that may change the workspace and
 	// each approved mutating call is checkpointed in the data directory,
@@ -126,7 +114,7 @@ type Session struct {
 	mcp          *sessionMCP  // nil without MCP servers
 	cp           *checkpoints // nil without checkpoints
 	copy         *sessionCopy // nil unless the sandbox works on a copy
-	onChange     func([]llm.Message)
+	events       func(Event)  // the front end's sink; nil drops
 	book         *book
 	// The agent variant and the thinking level in force; maxSteps is the
 	// session's own cap (a variant's replaces it).
@@ -173,27 +161,28 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		sets:     opts.ToolSets,
 		variant:  variant,
 		maxSteps: opts.MaxSteps,
+		events:   opts.Events,
 	}
 	sc := opts.Sandbox
 	sc.Opened = ws
-	onConn := sc.OnConnection
-	sc.OnConnection = func(r egress.Record) {
+	sc.Progress = progressWriter{s}
+	if opts.Asker != nil {
+		sc.askHost = opts.Asker.AskHost
+	}
+	sc.onConnection = func(r egress.Record) {
 		s.netMu.Lock()
 		s.network = append(s.network, r)
 		s.netMu.Unlock()
 		if s.book != nil {
 			s.book.save(nil, false)
 		}
-		if onConn != nil {
-			onConn(r)
-		}
+		s.publish(NetworkEvent{r})
 	}
 	s.sandbox = NewLazy(sc)
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
 	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Gate: gate, Sandbox: s.sandbox, GoGit: opts.Sandbox.NoSandbox, OpenGit: gitrepo.Opener}
-	s.onChange = opts.OnChange
 	if opts.DataDir != "" && !opts.NoCheckpoints {
 		st, err := OpenCheckpoints(opts.DataDir, opts.Workspace, root, gate)
 		if err != nil {
@@ -234,7 +223,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		opts.Todos = opts.Record.Todos
 	}
 	s.addSessionTools(opts)
-	s.book = newBook(opts.Store, opts.Record, opts.OnSaveError, s.todos.JSON, s.Network)
+	s.book = newBook(opts.Store, opts.Record, func(err error) { s.publish(SaveErrorEvent{err}) }, s.todos.JSON, s.Network)
 	if s.cp != nil && opts.SessionID == "" {
 		s.SetSessionID(s.Saved().ID) // the checkpoints follow the record
 	}
@@ -242,11 +231,15 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	for i, t := range s.sessionTools {
 		autoApprove[i] = t.Name()
 	}
+	var approver agent.Approver
+	if opts.Asker != nil {
+		approver = agent.ApproverFunc(opts.Asker.Approve)
+	}
 	a, err := agent.New(agent.Config{
 		Model: opts.Model,
 		Tools: s.offered,
 		System: func(offered []agent.Tool) string {
-			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Interactive, Instructions: instructions, Variant: s.Variant().Appendix, Appendices: agent.Appendices(plugins)}
+			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Asker != nil, Instructions: instructions, Variant: s.Variant().Appendix, Appendices: agent.Appendices(plugins)}
 			for _, t := range offered {
 				in.Offered = append(in.Offered, t.Name())
 				if agent.IsGated(t) {
@@ -266,7 +259,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 			return SystemPrompt(in)
 		},
 		AutoApprove:    autoApprove,
-		Approver:       opts.Approver,
+		Approver:       approver,
 		Yolo:           opts.Yolo,
 		Plugins:        withoutTools(plugins), // their tools are in s.offered
 		MaxSteps:       cmp.Or(variant.MaxSteps, opts.MaxSteps),
@@ -274,11 +267,12 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		Reasoning:      variant.Thinking,
 		OnChange: func(msgs []llm.Message) {
 			s.book.save(msgs, true)
-			if opts.OnChange != nil {
-				opts.OnChange(msgs)
-			}
+			s.publish(HistoryEvent{msgs})
 		},
-		OnUsage: func(u llm.Usage) { s.book.add(s.agent.Model().Info().Model, u) },
+		OnUsage: func(u llm.Usage) {
+			total := s.book.add(s.agent.Model().Info().Model, u)
+			s.publish(UsageEvent{Request: u, Total: total})
+		},
 	})
 	if err != nil {
 		if s.cp != nil {
@@ -299,7 +293,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 // when at least one skill loads; ask when a person can answer; task unless
 // the subagent is off.
 func (s *Session) addSessionTools(opts SessionOptions) {
-	s.todos = &sessiontools.TodoList{OnChange: opts.OnTodos}
+	s.todos = &sessiontools.TodoList{OnChange: func(items []sessiontools.Todo) { s.publish(TodosEvent{items}) }}
 	s.todos.Restore(opts.Todos)
 	s.sessionTools = []agent.Tool{sessiontools.TodoWrite{List: s.todos}}
 	if !opts.NoMemory && opts.DataDir != "" {
@@ -314,7 +308,7 @@ func (s *Session) addSessionTools(opts SessionOptions) {
 			s.sessionTools = append(s.sessionTools, sessiontools.SkillTool{Skills: s.skills})
 		}
 	}
-	if opts.Interactive && opts.Asker != nil {
+	if opts.Asker != nil {
 		s.sessionTools = append(s.sessionTools, sessiontools.Ask{Asker: opts.Asker})
 	}
 	if !opts.NoSubagent {
@@ -323,7 +317,7 @@ func (s *Session) addSessionTools(opts SessionOptions) {
 			Tools:    s.builtinTools,
 			Level:    func() llm.Reasoning { return s.Variant().Thinking },
 			Usage:    func(u llm.Usage) { s.agent.AddUsage(u) },
-			Progress: opts.OnSubagent,
+			Progress: func(ev sessiontools.SubagentEvent) { s.publish(SubagentEvent{ev}) },
 		})
 	}
 }
@@ -516,11 +510,13 @@ func (s *Session) Workspace() string { return s.ws }
 // Send runs one turn, after waiting for the MCP servers still starting
 // (bounded; see awaitMCP).
 //
+// Its events go to the sink as TurnEvents, in order, before Send returns.
 // A turn that may change the workspace is checkpointed before it starts,
 // before each approved mutating call and when it ends (see /undo); a
 // checkpoint that fails is reported as a notice and the turn goes on.
-func (s *Session) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
-	s.awaitMCP(ctx, emit)
+func (s *Session) Send(ctx context.Context, prompt string) error {
+	emit := func(e agent.Event) { s.publish(TurnEvent{e}) }
+	s.awaitMCP(ctx)
 	if s.copy != nil {
 		notice := func(n string) { emit(agent.Event{Type: agent.EventNotice, Text: n}) }
 		for _, n := range s.copy.beforeTurn(ctx, notice) {

@@ -344,9 +344,7 @@ func (s *Session) Undo(ctx context.Context, p *UndoPlan, overwriteUser bool) (do
 	if ok {
 		s.agent.Replace(msgs)
 		s.book.save(msgs, true)
-		if s.onChange != nil {
-			s.onChange(msgs)
-		}
+		s.publish(HistoryEvent{msgs})
 	}
 	return done, kept, ok, nil
 }

@@ -40,6 +40,7 @@ func loopBench(ctx context.Context, r *report) error {
 	if err != nil {
 		return err
 	}
+	errs := 0
 	sess, err := orchestrator.NewSession(orchestrator.SessionOptions{
 		Workspace: ws,
 		Model:     model,
@@ -47,18 +48,14 @@ func loopBench(ctx context.Context, r *report) error {
 		MaxSteps:  steps + 10,
 		// Measure the loop, not the pruning of a huge history.
 		PruneThreshold: 1 << 30,
+		Events:         countErrors(&errs),
 	})
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
 	start := time.Now()
-	errs := 0
-	if err := sess.Send(ctx, "loop", func(e agent.Event) {
-		if e.Type == agent.EventError || e.Type == agent.EventToolError {
-			errs++
-		}
-	}); err != nil {
+	if err := sess.Send(ctx, "loop"); err != nil {
 		return err
 	}
 	wall := time.Since(start)
@@ -79,4 +76,14 @@ func loopBench(ctx context.Context, r *report) error {
 	r.add("loop time per step, excluding the server", ms(perStep), "", true)
 	r.add(fmt.Sprintf("heap after a %d-message session", n), fmt.Sprintf("%.1f MiB", float64(mem.HeapAlloc)/(1<<20)), "", true)
 	return nil
+}
+
+// countErrors is a session's sink that counts its turns' errors (the
+// events of a turn arrive one at a time).
+func countErrors(n *int) func(orchestrator.Event) {
+	return func(e orchestrator.Event) {
+		if te, ok := e.(orchestrator.TurnEvent); ok && (te.Type == agent.EventError || te.Type == agent.EventToolError) {
+			*n++
+		}
+	}
 }

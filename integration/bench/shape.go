@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/provider/anthropic"
 	"github.com/shiroagent/shiro/integration/fakemodel"
 	"github.com/shiroagent/shiro/orchestrator"
@@ -114,10 +113,12 @@ func bashShare(ctx context.Context, r *report, helperBin string) error {
 		if err != nil {
 			return 0, nil, err
 		}
+		errs := 0
 		sess, err := orchestrator.NewSession(orchestrator.SessionOptions{
 			Workspace: ws, Model: model, Yolo: true, NoInstructions: true, NoMCP: true,
 			Sandbox:  sc,
 			MaxSteps: steps + 10, PruneThreshold: 1 << 30,
+			Events: countErrors(&errs),
 		})
 		if err != nil {
 			return 0, nil, err
@@ -127,13 +128,8 @@ func bashShare(ctx context.Context, r *report, helperBin string) error {
 			sess.Close()
 			return 0, nil, err
 		}
-		errs := 0
 		start := time.Now()
-		err = sess.Send(ctx, "go", func(e agent.Event) {
-			if e.Type == agent.EventError || e.Type == agent.EventToolError {
-				errs++
-			}
-		})
+		err = sess.Send(ctx, "go")
 		wall := time.Since(start)
 		if err == nil && errs > 0 {
 			err = fmt.Errorf("%d errors calling %s", errs, name)

@@ -20,17 +20,21 @@ import (
 	"github.com/shiroagent/shiro/internal/confine"
 	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
+	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
 
 // Session is what the UI drives; *orchestrator.Session implements it.
 type Session interface {
-	// Send runs one turn, emitting its events in order.
-	Send(ctx context.Context, prompt string, emit func(agent.Event)) error
+	// Send runs one turn; its events reach the App's Events as
+	// orchestrator.TurnEvents, in order, before it returns.
+	Send(ctx context.Context, prompt string) error
 	// The history, the model and the context estimate.
 	Messages() []llm.Message
 	Model() llm.Model
@@ -79,6 +83,55 @@ type Session interface {
 	// one connected or failed (/mcp, the header).
 	MCPStatus() []mcp.ServerStatus
 	WaitMCP(ctx context.Context) error
+	// Network is every connection of the sandbox so far (/network).
+	Network() []egress.Record
+	// CopyMode says the sandbox works on its own copy of the workspace:
+	// PreviewFile reads a file of that copy (an approval's diff); Changes,
+	// ChangePatch and Apply are /changes and /apply.
+	CopyMode() bool
+	PreviewFile(ctx context.Context, p string) (content string, exists bool, problem string, err error)
+	Changes(ctx context.Context) (workcopy.Changes, error)
+	ChangePatch(ctx context.Context, f checkpoint.FileChange) (string, error)
+	Apply(ctx context.Context, ch workcopy.Changes, paths []string) (workcopy.Applied, error)
+	// Checkpoints is the checkpoint store, nil with checkpoints off;
+	// PlanUndo, Undo and Diff are /undo and /diff.
+	Checkpoints() *checkpoint.Store
+	PlanUndo(ctx context.Context, n int) (*orchestrator.UndoPlan, error)
+	Undo(ctx context.Context, p *orchestrator.UndoPlan, overwriteUser bool) ([]checkpoint.FileChange, []string, bool, error)
+	Diff(ctx context.Context, turn int) ([]orchestrator.FileDiff, error)
+}
+
+// Session's methods are *orchestrator.Session's.
+var _ Session = (*orchestrator.Session)(nil)
+
+// plainSession answers the capabilities of Session for a session that has
+// none of them: no copy of the workspace, no checkpoints, no connections.
+// The bench's session and the tests' fake embed it.
+type plainSession struct{}
+
+func (plainSession) Network() []egress.Record { return nil }
+func (plainSession) CopyMode() bool           { return false }
+func (plainSession) PreviewFile(context.Context, string) (string, bool, string, error) {
+	return "", false, "", orchestrator.ErrNotCopyMode
+}
+func (plainSession) Changes(context.Context) (workcopy.Changes, error) {
+	return workcopy.Changes{}, orchestrator.ErrNotCopyMode
+}
+func (plainSession) ChangePatch(context.Context, checkpoint.FileChange) (string, error) {
+	return "", orchestrator.ErrNotCopyMode
+}
+func (plainSession) Apply(context.Context, workcopy.Changes, []string) (workcopy.Applied, error) {
+	return workcopy.Applied{}, orchestrator.ErrNotCopyMode
+}
+func (plainSession) Checkpoints() *checkpoint.Store { return nil }
+func (plainSession) PlanUndo(context.Context, int) (*orchestrator.UndoPlan, error) {
+	return nil, orchestrator.ErrNoCheckpoints
+}
+func (plainSession) Undo(context.Context, *orchestrator.UndoPlan, bool) ([]checkpoint.FileChange, []string, bool, error) {
+	return nil, nil, false, orchestrator.ErrNoCheckpoints
+}
+func (plainSession) Diff(context.Context, int) ([]orchestrator.FileDiff, error) {
+	return nil, orchestrator.ErrNoCheckpoints
 }
 
 // Options configure the UI.
@@ -129,8 +182,7 @@ type Result struct {
 var ErrForceQuit = errors.New("forced quit")
 
 // App is the interactive UI of one session. Make it before the session
-// (hand its Approver, Progress, Notice and OnChange to the session's
-// options), then Run it.
+// (hand its Events and Asker to the session's options), then Run it.
 type App struct {
 	opts Options
 	root *os.Root // the workspace, read for approval previews
@@ -142,7 +194,9 @@ type App struct {
 	sess   Session       // set by Run
 	once   sync.Once
 
-	askSeq atomic.Int64 // numbers the questions of the ask tool
+	askSeq   atomic.Int64 // numbers the questions of the ask tool
+	turn     atomic.Int64 // the UI's turn whose Send runs: its TurnEvents' turn
+	progress *progressWriter
 }
 
 // New prepares the UI.
@@ -168,28 +222,23 @@ func New(opts Options) (*App, error) {
 		out:    newPrintQueue(),
 		reflow: newReflowWriter(opts.Output),
 	}
+	a.progress = &progressWriter{app: a}
 	return a, nil
 }
 
 // preview reads a file an edit would change, for its approval's diff: in
 // copy mode the sandbox's copy of it.
 func (a *App) preview(p string) (string, bool, string) {
-	if pv, ok := a.sess.(previewer); ok && pv.CopyMode() {
+	if a.sess.CopyMode() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		content, exists, problem, err := pv.PreviewFile(ctx, p)
+		content, exists, problem, err := a.sess.PreviewFile(ctx, p)
 		if err != nil {
 			return "", false, "cannot read the sandbox's copy: " + err.Error()
 		}
 		return content, exists, problem
 	}
 	return confine.ReadPreview(a.root, a.opts.Workspace, p)
-}
-
-// previewer reads the files of the sandbox's copy (copy mode).
-type previewer interface {
-	CopyMode() bool
-	PreviewFile(ctx context.Context, p string) (content string, exists bool, problem string, err error)
 }
 
 // AddNotices adds lines to the header (call before Run).
@@ -216,27 +265,32 @@ func (a *App) post(msg tea.Msg) bool {
 	}
 }
 
-// OnTodos shows the task list after every change (hand it to the
-// session's options).
-func (a *App) OnTodos(items []sessiontools.Todo) { a.post(todosMsg{items: items}) }
-
-// OnSubagent shows a task subagent's progress (hand it to the session's
-// options).
-func (a *App) OnSubagent(ev sessiontools.SubagentEvent) { a.post(subagentMsg{ev: ev}) }
+// Events shows what the session publishes (hand it to the session's
+// options): its turns' events, notices, the sandbox's progress, the task
+// list, the subagents and failed saves. It never blocks for long: each
+// event becomes one message of the pump. The history, the usage and the
+// connections are read when they are drawn, so their events are dropped.
+func (a *App) Events(e orchestrator.Event) {
+	switch e := e.(type) {
+	case orchestrator.TurnEvent:
+		a.post(eventMsg{turn: int(a.turn.Load()), ev: e.Event})
+	case orchestrator.NoticeEvent:
+		a.Notice(e.Text)
+	case orchestrator.ProgressEvent:
+		a.progress.Write([]byte(e.Text))
+	case orchestrator.TodosEvent:
+		a.post(todosMsg{items: e.Items})
+	case orchestrator.SubagentEvent:
+		a.post(subagentMsg{ev: e.SubagentEvent})
+	case orchestrator.SaveErrorEvent:
+		a.post(noticeMsg{text: "saving the session failed: " + e.Err.Error()})
+	}
+}
 
 // Notice shows a line from the orchestrator (an endpoint fallback).
 func (a *App) Notice(text string) { a.post(noticeMsg{text: text}) }
 
-// OnSaveError shows a failed save of the session (hand it to the
-// session's options).
-func (a *App) OnSaveError(err error) {
-	a.post(noticeMsg{text: "saving the session failed: " + err.Error()})
-}
-
-// Progress receives sandbox start-up progress, line by line, for the
-// header.
-func (a *App) Progress() io.Writer { return &progressWriter{app: a} }
-
+// progressWriter splits the sandbox's progress into lines for the header.
 type progressWriter struct {
 	app *App
 	mu  sync.Mutex
@@ -263,9 +317,25 @@ func (w *progressWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Approver is how the agent asks the user: the agent's goroutine blocks
-// until the user answers, the turn is aborted, or the UI stops.
-func (a *App) Approver() agent.Approver { return agent.ApproverFunc(a.approve) }
+// Asker is the user (hand it to the session's options): each question
+// blocks its caller until the user answers, the turn is aborted (the
+// connection stops waiting), or the UI stops.
+func (a *App) Asker() orchestrator.Asker { return asker{a} }
+
+// asker puts the session's questions to the App's user.
+type asker struct{ a *App }
+
+func (k asker) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+	return k.a.approve(ctx, req)
+}
+
+func (k asker) Ask(ctx context.Context, q sessiontools.Question) ([]string, error) {
+	return k.a.ask(ctx, q)
+}
+
+func (k asker) AskHost(ctx context.Context, req egress.Request) egress.Answer {
+	return k.a.askHost(ctx, req)
+}
 
 // errStopped is an approval's error when the UI is gone.
 var errStopped = errors.New("the UI has stopped")

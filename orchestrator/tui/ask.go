@@ -23,10 +23,8 @@ type (
 	askGoneMsg struct{ id int }
 )
 
-// Asker answers the ask tool: the agent's goroutine blocks until the user
+// ask answers the ask tool: the agent's goroutine blocks until the user
 // answers or dismisses the question, the turn is aborted, or the UI stops.
-func (a *App) Asker() sessiontools.Asker { return sessiontools.AskerFunc(a.ask) }
-
 func (a *App) ask(ctx context.Context, q sessiontools.Question) ([]string, error) {
 	reply := make(chan []string, 1)
 	id := int(a.askSeq.Add(1))

@@ -175,7 +175,7 @@ func withAgent(t *testing.T, f *fixture, model llm.Model, tools ...agent.Tool) {
 	a, err := agent.New(agent.Config{
 		Model:    model,
 		Tools:    func() []agent.Tool { return tools },
-		Approver: f.app.Approver(),
+		Approver: agent.ApproverFunc(f.app.Asker().Approve),
 	})
 	if err != nil {
 		t.Fatal(err)

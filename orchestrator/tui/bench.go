@@ -91,24 +91,25 @@ func (b *Bench) Close() { b.app.Close() }
 
 // benchSession is a session that never runs anything.
 type benchSession struct {
+	plainSession
 	todos *sessiontools.TodoList
 }
 
-func (s benchSession) Send(context.Context, string, func(agent.Event)) error { return nil }
-func (s benchSession) Messages() []llm.Message                               { return nil }
-func (s benchSession) Model() llm.Model                                      { return idleModel{} }
-func (s benchSession) SetModel(llm.Model)                                    {}
-func (s benchSession) ContextTokens() int                                    { return 0 }
-func (s benchSession) MeasureOverhead()                                      {}
-func (s benchSession) InterruptTools() []string                              { return nil }
-func (s benchSession) Allowed(string) bool                                   { return false }
-func (s benchSession) AllowedPrefixes(string) [][]string                     { return nil }
-func (s benchSession) Unsend(string) bool                                    { return false }
-func (s benchSession) Usage() orchestrator.Usage                             { return orchestrator.Usage{} }
-func (s benchSession) Saved() orchestrator.Saved                             { return orchestrator.Saved{ID: "bench"} }
-func (s benchSession) Save() (string, error)                                 { return "", nil }
-func (s benchSession) Resume(string) (store.Record, error)                   { return store.Record{}, nil }
-func (s benchSession) Clear() (string, error)                                { return "bench", nil }
+func (s benchSession) Send(context.Context, string) error  { return nil }
+func (s benchSession) Messages() []llm.Message             { return nil }
+func (s benchSession) Model() llm.Model                    { return idleModel{} }
+func (s benchSession) SetModel(llm.Model)                  {}
+func (s benchSession) ContextTokens() int                  { return 0 }
+func (s benchSession) MeasureOverhead()                    {}
+func (s benchSession) InterruptTools() []string            { return nil }
+func (s benchSession) Allowed(string) bool                 { return false }
+func (s benchSession) AllowedPrefixes(string) [][]string   { return nil }
+func (s benchSession) Unsend(string) bool                  { return false }
+func (s benchSession) Usage() orchestrator.Usage           { return orchestrator.Usage{} }
+func (s benchSession) Saved() orchestrator.Saved           { return orchestrator.Saved{ID: "bench"} }
+func (s benchSession) Save() (string, error)               { return "", nil }
+func (s benchSession) Resume(string) (store.Record, error) { return store.Record{}, nil }
+func (s benchSession) Clear() (string, error)              { return "bench", nil }
 func (s benchSession) Variant() agent.Variant {
 	v, _ := agent.ResolveVariant("", "")
 	return v

@@ -10,18 +10,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/shiroagent/shiro/orchestrator"
-	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
 )
-
-// copier is the part of the session /changes and /apply use
-// (*orchestrator.Session).
-type copier interface {
-	CopyMode() bool
-	Changes(ctx context.Context) (workcopy.Changes, error)
-	ChangePatch(ctx context.Context, f checkpoint.FileChange) (string, error)
-	Apply(ctx context.Context, ch workcopy.Changes, paths []string) (workcopy.Applied, error)
-}
 
 // Messages of /changes and /apply.
 type (
@@ -40,9 +30,11 @@ type (
 // copyHelp says what copy mode is, wherever its commands are.
 const copyHelp = "the sandbox works on its own copy of the workspace: your files change only when you /apply"
 
-func (m *Model) copier() (copier, bool) {
-	c, ok := m.rt.sess.(copier)
-	if !ok || !c.CopyMode() {
+// copier is the session when it works on a copy; else the error is
+// printed.
+func (m *Model) copier() (Session, bool) {
+	c := m.rt.sess
+	if !c.CopyMode() {
 		m.printError("the sandbox works on the workspace itself (not a copy): its changes are made in place, nothing waits to be applied (/diff shows them)")
 		return nil, false
 	}

@@ -509,10 +509,7 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 			m.printError(msg.err.Error())
 			return nil
 		}
-		m.sessionID = msg.rec.ID
-		if u, ok := m.rt.sess.(undoer); ok {
-			u.SetSessionID(msg.rec.ID)
-		}
+		m.sessionID = msg.rec.ID // the session's checkpoints follow it (Resume)
 		m.stats = m.rt.stats()
 		m.replay(m.rt.sess.Messages())
 		m.printInfo(fmt.Sprintf("resumed %s: %d messages - %s", msg.rec.ID[:8], msg.n, msg.rec.Title))

@@ -151,14 +151,13 @@ func TestPanelsClearAsTheSpecSays(t *testing.T) {
 	release := make(chan struct{})
 	f.sess.send = func(ctx context.Context, prompt string, emit func(agent.Event)) error {
 		f.sess.todos.Set([]sessiontools.Todo{{Content: "read", Status: sessiontools.StatusDone}, {Content: "fix", Status: sessiontools.StatusInProgress}})
-		f.app.OnSubagent(sessiontools.SubagentEvent{Type: sessiontools.SubagentStart, ID: "sub1", Kind: "explore", Description: "find callers"})
-		f.app.OnSubagent(sessiontools.SubagentEvent{Type: sessiontools.SubagentStep, ID: "sub1", Tool: "grep", Summary: "Parse("})
+		f.sess.events(orchestrator.SubagentEvent{SubagentEvent: sessiontools.SubagentEvent{Type: sessiontools.SubagentStart, ID: "sub1", Kind: "explore", Description: "find callers"}})
+		f.sess.events(orchestrator.SubagentEvent{SubagentEvent: sessiontools.SubagentEvent{Type: sessiontools.SubagentStep, ID: "sub1", Tool: "grep", Summary: "Parse("}})
 		started <- prompt
 		<-release
 		emit(agent.Event{Type: agent.EventDone})
 		return nil
 	}
-	f.sess.todos.OnChange = f.app.OnTodos
 	l := f.loop()
 	l.typeText("fix it")
 	l.key(key(enter))

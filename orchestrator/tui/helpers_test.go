@@ -29,6 +29,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
@@ -44,10 +45,14 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2.runClock"))
 }
 
-// fakeSession is a Session of func fields around a real agent.
+// fakeSession is a Session of func fields around a real agent. Like a
+// session, it publishes to events, the App's sink; send emits the turn's
+// events, which reach it as TurnEvents.
 type fakeSession struct {
+	plainSession
 	agent   *agent.Agent
 	offered []orchestrator.OfferedTool
+	events  func(orchestrator.Event)
 	send    func(ctx context.Context, prompt string, emit func(agent.Event)) error
 	start   func(ctx context.Context) (sandbox.Info, error)
 	compact func(ctx context.Context) (int, int, error)
@@ -60,15 +65,21 @@ type fakeSession struct {
 	compactMemory func(ctx context.Context) (sessiontools.MemoryCompaction, error)
 	mcp           []mcp.ServerStatus
 
+	network []egress.Record // overrides plainSession's none
+	// copyFiles, when set, is the sandbox's copy (copy mode): the
+	// session's files by path.
+	copyFiles map[string]string
+
 	mu                    sync.Mutex
 	prompts               []string
 	id, variant, thinking string
 }
 
-func (s *fakeSession) Send(ctx context.Context, prompt string, emit func(agent.Event)) error {
+func (s *fakeSession) Send(ctx context.Context, prompt string) error {
 	s.mu.Lock()
 	s.prompts = append(s.prompts, prompt)
 	s.mu.Unlock()
+	emit := func(e agent.Event) { s.events(orchestrator.TurnEvent{Event: e}) }
 	if s.send != nil {
 		return s.send(ctx, prompt, emit)
 	}
@@ -159,6 +170,16 @@ func (s *fakeSession) CompactMemory(ctx context.Context) (sessiontools.MemoryCom
 	return sessiontools.MemoryCompaction{}, nil
 }
 
+func (s *fakeSession) Network() []egress.Record { return s.network }
+func (s *fakeSession) CopyMode() bool           { return s.copyFiles != nil }
+func (s *fakeSession) PreviewFile(ctx context.Context, p string) (string, bool, string, error) {
+	if s.copyFiles == nil {
+		return s.plainSession.PreviewFile(ctx, p)
+	}
+	content, ok := s.copyFiles[p]
+	return content, ok, "", nil
+}
+
 func (s *fakeSession) sent() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -244,7 +265,10 @@ func newFixture(t *testing.T, width int, edit ...func(*Options)) *fixture {
 			orchestrator.OfferedTool{Name: "current_time", Kind: orchestrator.KindPlugin}),
 		plugins: plugins,
 		skills:  skills,
+		events:  app.Events,
 	}
+	sess.todos.OnChange = func(items []sessiontools.Todo) { sess.events(orchestrator.TodosEvent{Items: items}) }
+	app.sess = sess // as Run sets it
 	rt := &runtime{app: app, sess: sess, ctx: t.Context()}
 	m := newModel(rt, app.opts, newStyles(io.Discard, termenv.Ascii, false))
 	m.out.keep = true

@@ -24,10 +24,10 @@ type hostAskMsg struct {
 // (its 2 minutes passed, or the command ended).
 type hostAskGoneMsg struct{ id int64 }
 
-// AskHost puts a connection to the user (hand it to the sandbox's
-// options): the proxy's goroutine waits until the user answers, ctx ends
-// (the connection is denied) or the UI stops.
-func (a *App) AskHost(ctx context.Context, req egress.Request) egress.Answer {
+// askHost puts a connection to the user: the proxy's goroutine waits
+// until the user answers, ctx ends (the connection is denied) or the UI
+// stops.
+func (a *App) askHost(ctx context.Context, req egress.Request) egress.Answer {
 	reply := make(chan egress.Answer, 1)
 	id := a.askSeq.Add(1)
 	if !a.post(hostAskMsg{id: id, req: req, reply: reply}) {
@@ -213,11 +213,7 @@ func replyHost(reply chan<- egress.Answer, a egress.Answer) tea.Cmd {
 
 // cmdNetwork is /network: every connection of the session, with totals.
 func (m *Model) cmdNetwork(string) tea.Cmd {
-	var recs []egress.Record
-	if s, ok := m.rt.sess.(interface{ Network() []egress.Record }); ok {
-		recs = s.Network()
-	}
-	m.info = &infoPanel{title: "network", body: networkText(m.networkMode(), recs)}
+	m.info = &infoPanel{title: "network", body: networkText(m.networkMode(), m.rt.sess.Network())}
 	return nil
 }
 

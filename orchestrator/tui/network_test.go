@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,5 +39,33 @@ func TestHostAskNamesNoAsker(t *testing.T) {
 	g.m.Update(hostAskMsg{id: 2, req: egress.Request{Host: "exfil.example", Port: 443}, reply: make(chan egress.Answer, 1)})
 	if v := g.view(); !strings.Contains(v, "no command is running: a process an earlier command left behind asks") {
 		t.Errorf("with nothing running:\n%s", v)
+	}
+}
+
+// /network reads the session's connections through Session itself.
+func TestNetworkCommandListsTheSessionsConnections(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	f.sess.network = []egress.Record{{Host: "example.com", Port: 443, Decision: egress.DecisionDeny, Rule: "no rule"}}
+	f.m.runCommand("/network")
+	if f.m.info == nil || !strings.Contains(f.m.info.body, "example.com") || !strings.Contains(f.m.info.body, "(no rule)") {
+		t.Errorf("/network:\n%+v", f.m.info)
+	}
+}
+
+// An approval's preview reads the sandbox's copy in copy mode, the
+// workspace otherwise, through Session itself.
+func TestPreviewReadsTheCopyInCopyMode(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	if err := os.WriteFile(filepath.Join(f.ws, "a.txt"), []byte("on the host"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if content, exists, _ := f.app.preview("a.txt"); !exists || content != "on the host" {
+		t.Errorf("mount mode: %q %v", content, exists)
+	}
+	f.sess.copyFiles = map[string]string{"a.txt": "in the copy"}
+	if content, exists, _ := f.app.preview("a.txt"); !exists || content != "in the copy" {
+		t.Errorf("copy mode: %q %v", content, exists)
 	}
 }

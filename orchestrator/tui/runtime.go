@@ -32,6 +32,9 @@ type runtime struct {
 
 	mu         sync.Mutex
 	cancelTurn context.CancelFunc
+	// sendMu keeps one Send at a time, so that the App's turn names the
+	// Send whose events arrive.
+	sendMu sync.Mutex
 
 	// Prompt history saves run as commands, concurrently: the newest wins.
 	historyMu    sync.Mutex
@@ -151,7 +154,10 @@ func (rt *runtime) watchMCP() tea.Cmd {
 // it twice.
 func (rt *runtime) startTurn(turn int, prompt string) tea.Cmd {
 	return rt.job(turn, func(ctx context.Context) turnEndMsg {
-		err := rt.sess.Send(ctx, prompt, func(e agent.Event) { rt.app.post(eventMsg{turn: turn, ev: e}) })
+		rt.sendMu.Lock()
+		rt.app.turn.Store(int64(turn))
+		err := rt.sess.Send(ctx, prompt)
+		rt.sendMu.Unlock()
 		end := turnEndMsg{err: err}
 		if err != nil && ctx.Err() == nil {
 			end.unsent = rt.sess.Unsend(prompt)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 )
 
@@ -17,18 +18,13 @@ func TestSandboxStateInTheHeader(t *testing.T) {
 	if v := f.view(); !strings.Contains(v, "sandbox: shiro-sandbox:test - starting...") || !strings.Contains(v, "sandbox starting") {
 		t.Errorf("starting:\n%s", v)
 	}
-	// Progress lines arrive through the writer handed to the sandbox.
-	w := f.app.Progress()
-	if _, err := w.Write([]byte("building the sandbox image shiro-sandbox:test (once)\nStep 2/5 : RUN apt-get")); err != nil {
-		t.Fatal(err)
-	}
+	// Progress arrives as the sandbox writes it; the header shows lines.
+	f.app.Events(orchestrator.ProgressEvent{Text: "building the sandbox image shiro-sandbox:test (once)\nStep 2/5 : RUN apt-get"})
 	f.send(<-f.app.pump)
 	if v := f.view(); !strings.Contains(v, "building the image shiro-sandbox:test: building the sandbox image") {
 		t.Errorf("building:\n%s", v)
 	}
-	if _, err := w.Write([]byte(" install\r")); err != nil {
-		t.Fatal(err)
-	}
+	f.app.Events(orchestrator.ProgressEvent{Text: " install\r"})
 	f.send(<-f.app.pump)
 	if v := f.view(); !strings.Contains(v, "Step 2/5 : RUN apt-get install") {
 		t.Errorf("a line is sent once complete:\n%s", v)

@@ -14,16 +14,6 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 )
 
-// undoer is the part of the session /undo and /diff use
-// (*orchestrator.Session).
-type undoer interface {
-	PlanUndo(ctx context.Context, n int) (*orchestrator.UndoPlan, error)
-	Undo(ctx context.Context, p *orchestrator.UndoPlan, overwriteUser bool) ([]checkpoint.FileChange, []string, bool, error)
-	Diff(ctx context.Context, turn int) ([]orchestrator.FileDiff, error)
-	Checkpoints() *checkpoint.Store
-	SetSessionID(id string)
-}
-
 // Messages of /undo and /diff.
 type (
 	undoPlanMsg struct {
@@ -48,9 +38,11 @@ type (
 // undoHelp is said wherever undo is offered: what it does not restore.
 const undoHelp = "undo restores the workspace files only, not packages installed in the container or its HOME"
 
-func (m *Model) undoer() (undoer, bool) {
-	u, ok := m.rt.sess.(undoer)
-	if !ok || u.Checkpoints() == nil {
+// undoer is the session when it keeps checkpoints; else the error is
+// printed.
+func (m *Model) undoer() (Session, bool) {
+	u := m.rt.sess
+	if u.Checkpoints() == nil {
 		m.printError("checkpoints are off in this session: nothing to undo")
 		return nil, false
 	}
@@ -59,7 +51,7 @@ func (m *Model) undoer() (undoer, bool) {
 
 // undoerFor is the session's undoer and the number arg gives (def when
 // empty); ok is false, with the error printed, when either is missing.
-func (m *Model) undoerFor(arg string, def int) (undoer, int, bool) {
+func (m *Model) undoerFor(arg string, def int) (Session, int, bool) {
 	n, err := turnCount(arg, def)
 	if err != nil {
 		m.printError(err.Error())

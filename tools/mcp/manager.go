@@ -144,7 +144,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	servers []*server
-	pending int
+	pending int           // outcomes not yet told through OnStatus
 	done    chan struct{} // closed when pending reaches 0
 
 	closeOnce sync.Once
@@ -177,7 +177,8 @@ func Start(servers []Server, opts Options) *Manager {
 	}
 	user := map[string]bool{}
 	var finished []ServerStatus
-	m.mu.Lock() // the connects record their outcome under it
+	m.mu.Lock()   // the connects record their outcome under it
+	m.pending = 1 // Start's own report of the entries it does not start
 	for _, decl := range servers {
 		s := &server{status: ServerStatus{Name: decl.Name, Project: decl.Project}}
 		m.servers = append(m.servers, s)
@@ -196,16 +197,25 @@ func Start(servers []Server, opts Options) *Manager {
 			m.connect(ctx, s, cfg)
 		}()
 	}
-	if m.pending == 0 {
-		close(m.done)
-	}
 	m.mu.Unlock()
 	if opts.OnStatus != nil {
 		for _, st := range finished {
 			opts.OnStatus(st)
 		}
 	}
+	m.settle()
 	return m
+}
+
+// settle counts one outcome as told (OnStatus has returned): the last
+// closes done, so that Wait returns only after every OnStatus.
+func (m *Manager) settle() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending--
+	if m.pending == 0 {
+		close(m.done)
+	}
 }
 
 // plan reads a declaration and decides where the server runs; an error
@@ -253,14 +263,11 @@ func (m *Manager) connect(ctx context.Context, s *server, cfg Config) {
 		s.status.Skipped = skipped
 	}
 	st := s.status
-	m.pending--
-	if m.pending == 0 {
-		close(m.done)
-	}
 	m.mu.Unlock()
 	if m.opts.OnStatus != nil {
 		m.opts.OnStatus(st)
 	}
+	m.settle()
 }
 
 // open connects to one server and lists its tools. On failure everything
@@ -342,10 +349,12 @@ func (m *Manager) transport(ctx context.Context, sb sandbox.Sandbox, cfg Config)
 	}
 }
 
-// Done is closed when every server connected or failed.
+// Done is closed when every server connected or failed, and OnStatus has
+// returned for each.
 func (m *Manager) Done() <-chan struct{} { return m.done }
 
-// Wait waits until every server connected or failed, or ctx ends.
+// Wait waits until every server connected or failed (and OnStatus has
+// returned for each), or ctx ends.
 func (m *Manager) Wait(ctx context.Context) error {
 	select {
 	case <-m.done:

@@ -463,3 +463,28 @@ func TestServersOrder(t *testing.T) {
 		t.Errorf("Servers = %v, want %v", names, want)
 	}
 }
+
+// Wait returns only once OnStatus has returned for every server, so that a
+// caller that waits has heard every outcome.
+func TestManagerDoneAfterOnStatus(t *testing.T) {
+	t.Parallel()
+	told, release := make(chan struct{}), make(chan struct{})
+	m := Start([]Server{{Name: "dies", Config: raw(`{"command":"sh","args":["-c","exit 1"]}`)}}, Options{
+		Workspace: t.TempDir(),
+		OnStatus: func(ServerStatus) {
+			close(told)
+			<-release
+		},
+	})
+	defer m.Close()
+	<-told
+	select {
+	case <-m.Done():
+		t.Error("done while OnStatus still runs")
+	default:
+	}
+	close(release)
+	if err := m.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/internal/termsafe"
+	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox/egress"
@@ -29,6 +30,10 @@ type headlessPrinter struct {
 	shown       map[string]bool // calls whose [tool] line is printed
 	sawError    bool
 	midLine     bool
+	// held are the notices that came before the turn's first event;
+	// turning is set once it came.
+	held    []string
+	turning bool
 }
 
 func newHeadlessPrinter(out, errOut io.Writer, asJSON bool) *headlessPrinter {
@@ -52,6 +57,56 @@ func (p *headlessPrinter) network(r egress.Record) {
 		line += fmt.Sprintf(" %d bytes sent, %d received", r.Sent, r.Received)
 	}
 	fmt.Fprintln(p.errOut, line)
+}
+
+// sessionEvent prints what the session publishes: its turn's events, its
+// notices, the sandbox's progress (as written, on stderr), failed saves
+// and connections. A notice that comes before the turn's first event (an
+// MCP server that failed while the session started) waits for it, so that
+// it prints where the turn's own notices do.
+func (p *headlessPrinter) sessionEvent(e orchestrator.Event) {
+	switch e := e.(type) {
+	case orchestrator.TurnEvent:
+		p.mu.Lock()
+		held := p.held
+		p.held, p.turning = nil, true
+		p.mu.Unlock()
+		for _, n := range held {
+			p.event(agent.Event{Type: agent.EventNotice, Text: n})
+		}
+		p.event(e.Event)
+	case orchestrator.NoticeEvent:
+		p.mu.Lock()
+		if !p.turning {
+			p.held = append(p.held, e.Text)
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		p.event(agent.Event{Type: agent.EventNotice, Text: e.Text})
+	case orchestrator.ProgressEvent:
+		p.mu.Lock()
+		fmt.Fprint(p.errOut, e.Text)
+		p.mu.Unlock()
+	case orchestrator.SaveErrorEvent:
+		p.mu.Lock()
+		fmt.Fprintf(p.errOut, "[notice] saving the session failed: %v\n", e.Err)
+		p.mu.Unlock()
+	case orchestrator.NetworkEvent:
+		p.network(e.Record)
+	}
+}
+
+// flushNotices prints the notices still held (a turn that produced no
+// event).
+func (p *headlessPrinter) flushNotices() {
+	p.mu.Lock()
+	held := p.held
+	p.held, p.turning = nil, true
+	p.mu.Unlock()
+	for _, n := range held {
+		p.event(agent.Event{Type: agent.EventNotice, Text: n})
+	}
 }
 
 func (p *headlessPrinter) event(e agent.Event) {

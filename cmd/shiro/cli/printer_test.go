@@ -2,10 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox/egress"
@@ -88,4 +91,56 @@ func TestHeadlessPrinterNames(t *testing.T) {
 			t.Errorf("decoded %q (%v), want %q", ev.Text, err, text)
 		}
 	})
+}
+
+// The session's one stream prints as the turn's events and the separate
+// callbacks did before it: a notice from before the turn (an MCP server
+// that failed) first among the turn's events, progress as written, a
+// failed save and connections on their own lines; the events headless
+// does not show print nothing. JSON and text alike.
+func TestHeadlessPrinterSessionEvents(t *testing.T) {
+	rec := egress.Record{Host: "example.com", Port: 443, Decision: egress.DecisionDeny, Rule: "no rule"}
+	stream := []orchestrator.Event{
+		orchestrator.ProgressEvent{Text: "building the image\nStep 1/"},
+		orchestrator.NoticeEvent{Text: "mcp dies failed: exit status 1"},
+		orchestrator.ProgressEvent{Text: "2\n"},
+		orchestrator.TurnEvent{Event: agent.Event{Type: agent.EventNotice, Text: "the sandbox's copy is new"}},
+		orchestrator.HistoryEvent{Messages: []llm.Message{llm.Text(llm.RoleUser, "hi")}},
+		orchestrator.TurnEvent{Event: agent.Event{Type: agent.EventText, Text: "hello"}},
+		orchestrator.NetworkEvent{Record: rec},
+		orchestrator.UsageEvent{Request: llm.Usage{InputTokens: 3}},
+		orchestrator.TodosEvent{},
+		orchestrator.SubagentEvent{},
+		orchestrator.NoticeEvent{Text: "mcp slow failed: timeout"},
+		orchestrator.TurnEvent{Event: agent.Event{Type: agent.EventDone}},
+		orchestrator.SaveErrorEvent{Err: errors.New("disk full")},
+	}
+	for _, asJSON := range []bool{false, true} {
+		var out, errOut, wantOut, wantErr strings.Builder
+		p := newHeadlessPrinter(&out, &errOut, asJSON)
+		for _, e := range stream {
+			p.sessionEvent(e)
+		}
+		p.flushNotices()
+
+		// Before: progress straight to stderr, the MCP notice emitted by
+		// the next Send, connections and save errors by their callbacks.
+		old := newHeadlessPrinter(&wantOut, &wantErr, asJSON)
+		wantErr.WriteString("building the image\nStep 1/2\n")
+		for _, e := range []agent.Event{
+			{Type: agent.EventNotice, Text: "mcp dies failed: exit status 1"},
+			{Type: agent.EventNotice, Text: "the sandbox's copy is new"},
+			{Type: agent.EventText, Text: "hello"},
+		} {
+			old.event(e)
+		}
+		old.network(rec)
+		old.event(agent.Event{Type: agent.EventNotice, Text: "mcp slow failed: timeout"})
+		old.event(agent.Event{Type: agent.EventDone})
+		wantErr.WriteString("[notice] saving the session failed: disk full\n")
+
+		if out.String() != wantOut.String() || errOut.String() != wantErr.String() {
+			t.Errorf("json %v:\nstdout %q\nwant   %q\nstderr %q\nwant   %q", asJSON, out.String(), wantOut.String(), errOut.String(), wantErr.String())
+		}
+	}
 }

@@ -105,8 +105,7 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
 	so.Opened = w
 	so.Store = st
-	so.OnSaveError = func(err error) { fmt.Fprintf(f.ErrOut, "[notice] saving the session failed: %v\n", err) }
-	so.Sandbox.OnConnection = printer.network
+	so.Events = printer.sessionEvent // no Asker: headless refuses
 	sess, err := orchestrator.NewSession(so)
 	if err != nil {
 		return err
@@ -114,7 +113,8 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	for _, n := range sess.Notices {
 		fmt.Fprintf(f.ErrOut, "[notice] %s\n", n)
 	}
-	sendErr := sess.Send(ctx, prompt, printer.event)
+	sendErr := sess.Send(ctx, prompt)
+	printer.flushNotices()
 	// In copy mode the run ends saying what waits in the sandbox's copy
 	// (or applying it) — unless nothing opened the sandbox and nothing is
 	// to be applied: then there is nothing new to say.

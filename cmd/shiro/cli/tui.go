@@ -117,13 +117,9 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	}
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
 	so.Opened = w
-	so.Sandbox.Progress = app.Progress()
-	so.Interactive, so.Approver = true, app.Approver()
-	so.Store, so.OnSaveError = st, app.OnSaveError
+	so.Store = st
 	so.Instructions = &instructions
-	so.OnNotice = app.Notice // MCP servers that fail to start, as they do
-	so.Asker, so.OnTodos, so.OnSubagent = app.Asker(), app.OnTodos, app.OnSubagent
-	so.Sandbox.AskHost = app.AskHost
+	so.Events, so.Asker = app.Events, app.Asker()
 	sess, err := orchestrator.NewSession(so)
 	if err != nil {
 		app.Close()
