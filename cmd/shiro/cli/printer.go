@@ -67,13 +67,7 @@ func (p *headlessPrinter) network(r egress.Record) {
 func (p *headlessPrinter) sessionEvent(e orchestrator.Event) {
 	switch e := e.(type) {
 	case orchestrator.TurnEvent:
-		p.mu.Lock()
-		held := p.held
-		p.held, p.turning = nil, true
-		p.mu.Unlock()
-		for _, n := range held {
-			p.event(agent.Event{Type: agent.EventNotice, Text: n})
-		}
+		p.flushNotices()
 		p.event(e.Event)
 	case orchestrator.NoticeEvent:
 		p.mu.Lock()
@@ -97,8 +91,8 @@ func (p *headlessPrinter) sessionEvent(e orchestrator.Event) {
 	}
 }
 
-// flushNotices prints the notices still held (a turn that produced no
-// event).
+// flushNotices prints the notices still held: at the turn's first event,
+// or after a turn that produced none.
 func (p *headlessPrinter) flushNotices() {
 	p.mu.Lock()
 	held := p.held
