@@ -56,3 +56,15 @@ func TestImagePullOnABackendThatDoesNotPull(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestImagePullSecretReachesTheBackend(t *testing.T) {
+	ws := t.TempDir()
+	// The fake's doctor fails one check of its own: the exit is not the
+	// point, what the backend was given is.
+	_, _, _ = run(t, ws, nil, "--backend", fakeName, "--network", "none", "--image-pull-secret", "team-registry", "doctor", "--no-mcp")
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if len(fake.doctor) == 0 || fake.doctor[len(fake.doctor)-1].ImagePullSecret != "team-registry" {
+		t.Errorf("the backend got %+v", fake.doctor)
+	}
+}
