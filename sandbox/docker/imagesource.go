@@ -309,17 +309,17 @@ func ensureReference(ctx context.Context, api resolveAPI, ref string, req ImageR
 
 // pullImage pulls ref with its registry's credentials.
 func pullImage(ctx context.Context, api resolveAPI, ref string, progress io.Writer, lookup CredentialLookup) error {
-	auth, host, src, err := pullAuth(ctx, ref, lookup)
+	auth, err := pullAuth(ctx, ref, lookup, progress)
 	if err != nil {
 		return err
 	}
-	res, err := api.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: auth})
+	res, err := api.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: auth.header})
 	if err != nil {
-		return explainPull(err, host, src)
+		return auth.explain(err)
 	}
 	defer res.Close()
 	if err := decodeImageStream(res, progress); err != nil {
-		return explainPull(err, host, src)
+		return auth.explain(err)
 	}
 	ok, err := imageExists(ctx, api, ref)
 	if err != nil {

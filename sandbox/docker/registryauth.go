@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -61,18 +62,34 @@ func EncodeRegistryAuth(host string, c regauth.Credential) string {
 	return base64.URLEncoding.EncodeToString(b)
 }
 
-// pullAuth is the registry-auth value of ref's registry, the registry and
-// where its credential came from.
-func pullAuth(ctx context.Context, ref string, lookup CredentialLookup) (auth string, host string, src regauth.Source, err error) {
-	host, err = RegistryHost(ref)
+// registryAuth is what a pull sends to one registry and where it came
+// from.
+type registryAuth struct {
+	// header is the pull's RegistryAuth ("" for none).
+	header string
+	host   string
+	src    regauth.Source
+	// lookupErr is why no credential could be looked up (a credential
+	// helper that is missing or failed): the pull goes on without one, as
+	// a public image needs none, and a refusal then says why.
+	lookupErr error
+}
+
+// pullAuth finds the credential of ref's registry.
+// A failed lookup is a notice on progress.
+func pullAuth(ctx context.Context, ref string, lookup CredentialLookup, progress io.Writer) (registryAuth, error) {
+	host, err := RegistryHost(ref)
 	if err != nil {
-		return "", "", src, err
+		return registryAuth{}, err
 	}
 	cred, src, err := orLookup(lookup)(ctx, host)
-	if err != nil {
-		return "", host, src, fmt.Errorf("credentials for %s: %w", host, err)
+	ra := registryAuth{host: host, src: src, lookupErr: err}
+	if err == nil {
+		ra.header = EncodeRegistryAuth(host, cred)
+	} else {
+		fmt.Fprintf(progress, "[notice] %v; pulling without credentials\n", err)
 	}
-	return EncodeRegistryAuth(host, cred), host, src, nil
+	return ra, nil
 }
 
 // buildAuth is what a classic build sends for the registries its FROM
@@ -81,8 +98,10 @@ type buildAuth struct {
 	// configs is ImageBuildOptions.AuthConfigs, keyed as the engine looks
 	// them up (regauth.Key).
 	configs map[string]registrytypes.AuthConfig
-	// sources says, per registry host, where its credential came from.
+	// sources says, per registry host, where its credential came from;
+	// errs why a lookup failed.
 	sources map[string]regauth.Source
+	errs    map[string]error
 }
 
 // BuildAuthConfigs finds the credentials for every registry the
@@ -94,7 +113,7 @@ func BuildAuthConfigs(ctx context.Context, df []byte, args map[string]*string, l
 }
 
 func newBuildAuth(ctx context.Context, df []byte, args map[string]*string, lookup CredentialLookup) buildAuth {
-	ba := buildAuth{configs: map[string]registrytypes.AuthConfig{}, sources: map[string]regauth.Source{}}
+	ba := buildAuth{configs: map[string]registrytypes.AuthConfig{}, sources: map[string]regauth.Source{}, errs: map[string]error{}}
 	lookup = orLookup(lookup)
 	for _, base := range dockerfileBases(df) {
 		host, err := RegistryHost(expandArgs(base, args))
@@ -106,7 +125,11 @@ func newBuildAuth(ctx context.Context, df []byte, args map[string]*string, looku
 		}
 		cred, src, err := lookup(ctx, host)
 		ba.sources[host] = src
-		if err != nil || cred.Empty() {
+		if err != nil {
+			ba.errs[host] = err
+			continue
+		}
+		if cred.Empty() {
 			continue
 		}
 		ba.configs[regauth.Key(host)] = authConfig(host, cred)
@@ -124,13 +147,13 @@ func expandArgs(s string, args map[string]*string) string {
 	})
 }
 
-// explainPull turns a pull's refusal by the registry into a
+// explain turns a pull's refusal by the registry into a
 // RegistryAuthError.
-func explainPull(err error, host string, src regauth.Source) error {
+func (ra registryAuth) explain(err error) error {
 	if err == nil || !isAuthError(err) {
 		return err
 	}
-	return &RegistryAuthError{Registry: host, Source: src, Err: err}
+	return &RegistryAuthError{Registry: ra.host, Source: ra.src, LookupErr: ra.lookupErr, Err: err}
 }
 
 // explain turns a build whose FROM step the registry refused into a
@@ -155,7 +178,7 @@ func (ba buildAuth) explain(err error, args map[string]*string) error {
 	if herr != nil {
 		return err
 	}
-	return &RegistryAuthError{Registry: host, Source: ba.sources[host], Err: err}
+	return &RegistryAuthError{Registry: host, Source: ba.sources[host], LookupErr: ba.errs[host], Err: err}
 }
 
 // isAuthError reports whether an engine error is a registry's 401 or 403.
@@ -179,13 +202,18 @@ type RegistryAuthError struct {
 	Registry string
 	// Source is where the credential came from, or where none was found.
 	Source regauth.Source
+	// LookupErr is why none could be looked up (a failed helper).
+	LookupErr error
 	// Err is the engine's error.
 	Err error
 }
 
 func (e *RegistryAuthError) Error() string {
 	creds := e.Source.String()
-	if e.Source.Found {
+	switch {
+	case e.LookupErr != nil:
+		creds = fmt.Sprintf("none sent, as looking them up failed: %v", e.LookupErr)
+	case e.Source.Found:
 		creds = "from " + creds + ", refused"
 	}
 	return fmt.Sprintf("the registry %s refused access (%v); credentials: %s; log in with `docker login %s`",

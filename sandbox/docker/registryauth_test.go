@@ -180,3 +180,27 @@ func TestEncodeRegistryAuth(t *testing.T) {
 		t.Errorf("identity token: %+v", ac)
 	}
 }
+
+func TestPullWhenTheHelperFails(t *testing.T) {
+	t.Parallel()
+	failing := func(context.Context, string) (regauth.Credential, regauth.Source, error) {
+		return regauth.Credential{}, regauth.Source{File: "/c.json", Helper: "docker-credential-desktop"},
+			&regauth.HelperError{Helper: "docker-credential-desktop", Registry: "docker.io", Err: errors.New("not on PATH")}
+	}
+	// A public image needs no credentials: the pull goes on without them.
+	var progress strings.Builder
+	eng := newFakeEngine()
+	if _, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "golang:1.22", Workspace: t.TempDir(), Progress: &progress, Credentials: failing}, &imageBuilds{}); err != nil {
+		t.Fatal(err)
+	}
+	if eng.auths[0] != "" || !strings.Contains(progress.String(), "[notice] the credential helper docker-credential-desktop for docker.io: not on PATH; pulling without credentials") {
+		t.Errorf("auth %q, progress:\n%s", eng.auths[0], progress.String())
+	}
+	// A refusal says why none were sent.
+	eng = newFakeEngine()
+	eng.pullErr = `{"errorDetail":{"message":"pull access denied for team/dev"}}`
+	_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "team/dev:1", Workspace: t.TempDir(), Credentials: failing}, &imageBuilds{})
+	if err == nil || !strings.Contains(err.Error(), "credentials: none sent, as looking them up failed: the credential helper docker-credential-desktop for docker.io: not on PATH; log in with `docker login docker.io`") {
+		t.Errorf("error %v", err)
+	}
+}
