@@ -208,7 +208,21 @@ func TestPrivateRegistryPull(t *testing.T) {
 func TestPrivateRegistryBehindTLS(t *testing.T) {
 	t.Parallel()
 	p := newPrivateRegistry(t, true)
-	p.pullAsUser(t, p.dockerConfig("docker-tls", p.auths(p.pw)))
+	env := p.dockerConfig("docker-tls", p.auths(p.pw))
+	p.pullAsUser(t, env)
+
+	// It is the test's CA that the engine trusts: without it the pull
+	// fails on the certificate (no fallback to plain HTTP).
+	ca := filepath.Join(registrytest.CertsDir, p.reg.Addr, "ca.crt")
+	if err := os.Rename(ca, ca+".off"); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(ca+".off", ca)
+	h := p.h
+	res := h.shiro(h.workspace("ws-no-ca"), env, "image", "pull", p.ref)
+	if res.code == 0 || !strings.Contains(res.stderr, "certificate") {
+		t.Errorf("without the CA: exit %d\n%s", res.code, res.stderr)
+	}
 }
 
 // A session whose image is in the private registry: pulled with the
