@@ -187,7 +187,10 @@ func isAuthError(err error) bool {
 		return true
 	}
 	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"no basic auth credentials", "unauthorized", "authentication required", "denied"} {
+	// The registry's error codes (UNAUTHORIZED, DENIED) as the engine
+	// words them; a local "permission denied" is not one.
+	for _, s := range []string{"no basic auth credentials", "unauthorized", "authentication required", "access denied",
+		"access to the resource is denied", "denied:"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

@@ -204,3 +204,20 @@ func TestPullWhenTheHelperFails(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+func TestIsAuthError(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]bool{
+		`Head "https://r.example.com/v2/a/manifests/1": no basic auth credentials`:                 true,
+		"unauthorized: authentication required":                                                    true,
+		"pull access denied for team/dev, repository does not exist or may require 'docker login'": true,
+		"denied: requested access to the resource is denied":                                       true,
+		"manifest for r.example.com/a:1 not found: manifest unknown":                               false,
+		"open /var/lib/docker/tmp/x: permission denied":                                            false,
+		"dial tcp: lookup r.example.com: no such host":                                             false,
+	} {
+		if got := isAuthError(errors.New(msg)); got != want {
+			t.Errorf("%q: %v, want %v", msg, got, want)
+		}
+	}
+}
