@@ -60,6 +60,9 @@ var sdkHomes = map[string][]string{
 	"github.com/hashicorp/yamux":             {"sandbox/helper"},
 	"k8s.io/":                                {"sandbox/kube", "integration"},
 	"sigs.k8s.io/":                           {"sandbox/kube", "integration"},
+
+	// The docker config's credential helpers.
+	"github.com/docker/docker-credential-helpers": {"sandbox/regauth"},
 }
 
 // forbidden lists, per package prefix, the project packages it may not import
