@@ -20,6 +20,8 @@ type Lazy struct {
 	// opened, when set, readies a sandbox just opened (copy mode makes
 	// its copy); an error closes it again.
 	opened func(context.Context, sandbox.Sandbox) error
+	// kept, when set, hears the Info of the sandbox it keeps.
+	kept func(sandbox.Info)
 
 	mu     sync.Mutex
 	sb     sandbox.Sandbox
@@ -93,6 +95,9 @@ func (l *Lazy) openOnce(ctx context.Context, done chan struct{}) (sandbox.Sandbo
 	case closed:
 		sb.Close()
 		return nil, sandbox.ErrClosed
+	}
+	if l.kept != nil {
+		l.kept(sb.Info())
 	}
 	return sb, nil
 }

@@ -179,6 +179,8 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		s.publish(NetworkEvent{r})
 	}
 	s.sandbox = NewLazy(sc)
+	// The record says which image the session ran, exactly.
+	s.sandbox.kept = func(info sandbox.Info) { s.book.setImage(info.Image, info.ImageDigest) }
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
