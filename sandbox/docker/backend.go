@@ -104,6 +104,7 @@ func (e *Engine) resolveSpecImage(ctx context.Context, spec sandbox.Spec, noBuil
 		Root:        spec.Opened.Root(),
 		FromProject: spec.ImageFromProject,
 		NoPull:      noBuild,
+		Pull:        spec.Pull,
 		Progress:    progress,
 		Build:       BuildLimits{Network: spec.Network, Memory: spec.Memory, CPUs: spec.CPUs},
 	})

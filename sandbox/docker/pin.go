@@ -37,3 +37,14 @@ func shortDigest(d string) string {
 	}
 	return d[:min(12, len(d))]
 }
+
+// pinned reports whether ref names its image by digest (name@sha256:…):
+// it is exact, and no registry is asked what it is now.
+func pinned(ref string) bool {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return false
+	}
+	_, ok := named.(reference.Canonical)
+	return ok
+}
