@@ -12,6 +12,7 @@ check busybox busybox-static
 check pgrep procps
 check curl curl
 check sshd openssh-server
+check docker-registry docker-registry
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
