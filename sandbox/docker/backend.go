@@ -53,14 +53,29 @@ func (backend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, er
 	}
 	img, err := eng.resolveSpecImage(ctx, spec, false)
 	if err == nil {
+		// Whether the tag moved is asked beside the start, never before it.
+		stop := func() {}
+		if tagChecked(img) {
+			stop = watchTag(ctx, eng.api, img.Ref, registryAuth, noticeFunc(spec))
+		}
 		var sb *Sandbox
 		if sb, err = eng.Open(ctx, img, Options{Spec: spec}); err == nil {
-			return &ownedEngine{Sandbox: sb, eng: eng, done: done}, nil
+			return &ownedEngine{Sandbox: sb, eng: eng, done: done, stopCheck: stop}, nil
 		}
+		stop()
 	}
 	eng.Close()
 	done()
 	return nil, err
+}
+
+// noticeFunc is where spec's notices go: Notices, else Progress.
+func noticeFunc(spec sandbox.Spec) func(string) {
+	if spec.Notices != nil {
+		return spec.Notices
+	}
+	progress := cmp.Or[io.Writer](spec.Progress, io.Discard)
+	return func(s string) { fmt.Fprintf(progress, "[notice] %s\n", s) }
 }
 
 // openedWorkspace is spec's workspace, open: spec.Opened, or Workspace
@@ -116,9 +131,12 @@ type ownedEngine struct {
 	*Sandbox
 	eng  *Engine
 	done func()
+	// stopCheck ends the tag check if it is still asking.
+	stopCheck func()
 }
 
 func (o *ownedEngine) Close() error {
+	o.stopCheck()
 	err := o.Sandbox.Close()
 	o.eng.Close()
 	o.done()

@@ -1,9 +1,19 @@
 package docker
 
 import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/distribution/reference"
+	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/moby/moby/client"
+
+	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/sandbox/regauth"
 )
 
 // imageDigest says exactly which image ref is: the digest a reference
@@ -47,4 +57,102 @@ func pinned(ref string) bool {
 	}
 	_, ok := named.(reference.Canonical)
 	return ok
+}
+
+// distributionAPI is the part of the client the tag check calls: what the
+// engine has, and what the registry says a tag is now.
+type distributionAPI interface {
+	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	DistributionInspect(ctx context.Context, ref string, opts client.DistributionInspectOptions) (client.DistributionInspectResult, error)
+}
+
+var _ distributionAPI = (*client.Client)(nil)
+
+// tagCheckTimeout bounds the question to the registry: a check that has
+// no answer by then says nothing.
+const tagCheckTimeout = 3 * time.Second
+
+// tagChecked reports whether a sandbox on img asks the registry whether
+// its tag moved: a registry reference by tag that this start did not
+// just pull; never the built-in image, a build or a digest.
+func tagChecked(img ResolvedImage) bool {
+	return img.Ref != "" && !img.Built && !img.Pulled && img.Ref != images.Tag() &&
+		!strings.HasPrefix(img.Ref, ProjectImageRepo+":") && !pinned(img.Ref)
+}
+
+// checkTag asks the registry, through the engine, which image ref's tag
+// names now, and returns a notice when it is another than the one the
+// engine has under it (the one the workspace's container runs). Offline,
+// no access, no registry digest to compare: no notice, no error.
+func checkTag(ctx context.Context, api distributionAPI, ref string, auth func(context.Context, string) string) string {
+	ctx, cancel := context.WithTimeout(ctx, tagCheckTimeout)
+	defer cancel()
+	img, err := api.ImageInspect(ctx, ref)
+	if err != nil {
+		return ""
+	}
+	old := imageDigest(ref, img.ID, img.RepoDigests)
+	if old == img.ID {
+		return "" // never pulled from or pushed to a registry: nothing to compare
+	}
+	opts := client.DistributionInspectOptions{}
+	if auth != nil {
+		opts.EncodedRegistryAuth = auth(ctx, ref)
+	}
+	res, err := api.DistributionInspect(ctx, ref, opts)
+	if err != nil {
+		return ""
+	}
+	now := res.Descriptor.Digest.String()
+	if now == "" || now == old {
+		return ""
+	}
+	return tagMovedNotice(ref, old, now)
+}
+
+// tagMovedNotice says a tag moved and how to take the new image.
+func tagMovedNotice(ref, old, now string) string {
+	return fmt.Sprintf("the tag %s moved on its registry: the sandbox runs %s, the tag now names %s; "+
+		"start with --pull to use the new image", ref, shortDigest(old), shortDigest(now))
+}
+
+// watchTag runs checkTag in the background, off the start's path, and
+// hands a notice to notice. stop cancels the check and waits for it.
+func watchTag(ctx context.Context, api distributionAPI, ref string, auth func(context.Context, string) string, notice func(string)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if n := checkTag(ctx, api, ref, auth); n != "" && ctx.Err() == nil {
+			notice(n)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// registryAuth is the engine's registry-auth header for ref's registry,
+// from the user's docker credentials (sandbox/regauth); empty when there
+// are none.
+func registryAuth(ctx context.Context, ref string) string {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ""
+	}
+	cfg, err := regauth.Load()
+	if err != nil {
+		return ""
+	}
+	host := reference.Domain(named)
+	cred, _, err := cfg.Lookup(ctx, host)
+	if err != nil || cred.Empty() {
+		return ""
+	}
+	b, err := json.Marshal(registrytypes.AuthConfig{Username: cred.Username, Password: cred.Password, IdentityToken: cred.IdentityToken, ServerAddress: host})
+	if err != nil {
+		return ""
+	}
+	return base64.URLEncoding.EncodeToString(b)
 }
