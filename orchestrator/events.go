@@ -6,6 +6,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
@@ -31,9 +32,14 @@ type NoticeEvent struct{ Text string }
 
 // ProgressEvent is the sandbox's start-up progress (image builds,
 // container creation): one write of the backend's progress output, as
-// written, so that a line may come in pieces. It comes from the goroutine
-// that opens the sandbox (StartSandbox's, or a turn's first command).
-type ProgressEvent struct{ Text string }
+// written, so that a line may come in pieces; or, with Text empty, Total:
+// how far a pull (bytes) or a build (steps) has come as a whole. It comes
+// from the goroutine that opens the sandbox (StartSandbox's, or a turn's
+// first command).
+type ProgressEvent struct {
+	Text  string
+	Total *sandbox.Total
+}
 
 // TodosEvent is the task list after a change, from the goroutine that
 // changed it (a turn's todo_write call, Clear's).
@@ -105,3 +111,6 @@ func (w progressWriter) Write(p []byte) (int, error) {
 	w.s.publish(ProgressEvent{Text: string(p)})
 	return len(p), nil
 }
+
+// Total implements sandbox.TotalWriter.
+func (w progressWriter) Total(t sandbox.Total) { w.s.publish(ProgressEvent{Total: &t}) }
