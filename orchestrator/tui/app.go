@@ -277,6 +277,9 @@ func (a *App) Events(e orchestrator.Event) {
 	case orchestrator.NoticeEvent:
 		a.Notice(e.Text)
 	case orchestrator.ProgressEvent:
+		if e.Total != nil {
+			a.post(totalMsg{total: *e.Total})
+		}
 		a.progress.Write([]byte(e.Text))
 	case orchestrator.TodosEvent:
 		a.post(todosMsg{items: e.Items})

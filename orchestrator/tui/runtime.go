@@ -65,6 +65,7 @@ type (
 	}
 	approvalGoneMsg struct{ id string }
 	progressMsg     struct{ line string }
+	totalMsg        struct{ total sandbox.Total }
 	noticeMsg       struct{ text string }
 	sandboxMsg      struct {
 		info sandbox.Info

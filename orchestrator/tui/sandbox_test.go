@@ -9,6 +9,7 @@ import (
 
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 func TestSandboxStateInTheHeader(t *testing.T) {
@@ -73,5 +74,25 @@ func TestOnboardingAnswersAreSaved(t *testing.T) {
 	}
 	if got := maskKey("sk-local-key"); got != "sk-l...-key" {
 		t.Errorf("masked %q", got)
+	}
+}
+
+func TestStatusLineShowsThePullAndBuildTotals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 140)
+	f.m.box = sandboxBox{image: "registry.test/team/dev:1", phase: "starting"}
+	f.app.Events(orchestrator.ProgressEvent{Total: &sandbox.Total{Done: 2_600_000, Of: 5_000_000}})
+	f.send(<-f.app.pump)
+	if got := f.m.statusView(140); !strings.Contains(got, "sandbox starting, pull 52% 2.6MB/5.0MB") {
+		t.Errorf("pull total not on the status line: %q", got)
+	}
+	f.app.Events(orchestrator.ProgressEvent{Total: &sandbox.Total{Build: true, Done: 2, Of: 5}})
+	f.send(<-f.app.pump)
+	if got := f.m.statusView(140); !strings.Contains(got, "sandbox building, step 3/5") {
+		t.Errorf("build total not on the status line: %q", got)
+	}
+	f.send(sandboxMsg{info: sandbox.Info{Kind: "docker"}})
+	if got := f.m.statusView(140); strings.Contains(got, "step") || !strings.Contains(got, "sandbox ready") {
+		t.Errorf("the total outlived the start: %q", got)
 	}
 }
