@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"iter"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -153,5 +155,64 @@ func TestSessionRecordsTheImageDigest(t *testing.T) {
 	}
 	if saved.Image != "registry.test/team/dev:1" || saved.ImageDigest != pinnedDigest {
 		t.Errorf("the record holds image %q digest %q, want the sandbox's", saved.Image, saved.ImageDigest)
+	}
+}
+
+// movedBackend reports a moved tag as it opens, and records each open's
+// --pull.
+type movedBackend struct {
+	sandbox.Backend
+	mu    sync.Mutex
+	pulls []bool
+}
+
+func (*movedBackend) Name() string                                 { return "orchestrator-moved-test" }
+func (*movedBackend) DefaultWorkspaceMode(sandbox.Settings) string { return sandbox.WorkspaceMount }
+func (b *movedBackend) Open(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	b.mu.Lock()
+	b.pulls = append(b.pulls, spec.Pull)
+	b.mu.Unlock()
+	if spec.TagMoved != nil && !spec.Pull {
+		spec.TagMoved(sandbox.TagMove{Ref: "registry.test/team/dev:1", Old: pinnedDigest, New: "sha256:bbbbbbbbbbbbbbbb"})
+	}
+	return local.New(spec.Workspace)
+}
+
+var (
+	moved         = &movedBackend{}
+	registerMoved sync.Once
+)
+
+func TestSessionTakesTheImageAMovedTagNames(t *testing.T) {
+	t.Parallel()
+	registerMoved.Do(func() { sandbox.Register(moved) })
+	ws := t.TempDir()
+	rec := &recorder{}
+	settings := sandbox.Settings{Backend: moved.Name(), Network: sandbox.NetworkNone}
+	s, err := NewSession(SessionOptions{Workspace: ws, Model: billedModel{id: "m"}, Sandbox: SandboxConfig{Settings: settings, Workspace: ws}, Events: rec.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.StartSandbox(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got []ImageMovedEvent
+	for _, e := range rec.all() {
+		if m, ok := e.(ImageMovedEvent); ok {
+			got = append(got, m)
+		}
+	}
+	if len(got) != 1 || got[0].Ref != "registry.test/team/dev:1" || !strings.Contains(got[0].Notice(), "--pull") {
+		t.Fatalf("moved events %+v", got)
+	}
+	if _, err := s.TakeNewImage(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	moved.mu.Lock()
+	pulls := slices.Clone(moved.pulls)
+	moved.mu.Unlock()
+	if !slices.Equal(pulls, []bool{false, true}) {
+		t.Errorf("opens pulled %v, want the first not, the one after the yes with --pull", pulls)
 	}
 }

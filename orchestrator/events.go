@@ -72,15 +72,22 @@ type HistoryEvent struct{ Messages []llm.Message }
 // decided or closed, from the egress proxy's goroutine.
 type NetworkEvent struct{ egress.Record }
 
-func (TurnEvent) sessionEvent()      {}
-func (NoticeEvent) sessionEvent()    {}
-func (ProgressEvent) sessionEvent()  {}
-func (TodosEvent) sessionEvent()     {}
-func (SubagentEvent) sessionEvent()  {}
-func (SaveErrorEvent) sessionEvent() {}
-func (UsageEvent) sessionEvent()     {}
-func (HistoryEvent) sessionEvent()   {}
-func (NetworkEvent) sessionEvent()   {}
+// ImageMovedEvent says the image's tag moved on its registry since the
+// workspace's container was made, from the sandbox's background check
+// (its own goroutine, possibly while a turn runs). The sandbox keeps its
+// image; Session.TakeNewImage takes the new one.
+type ImageMovedEvent struct{ sandbox.TagMove }
+
+func (TurnEvent) sessionEvent()       {}
+func (ImageMovedEvent) sessionEvent() {}
+func (NoticeEvent) sessionEvent()     {}
+func (ProgressEvent) sessionEvent()   {}
+func (TodosEvent) sessionEvent()      {}
+func (SubagentEvent) sessionEvent()   {}
+func (SaveErrorEvent) sessionEvent()  {}
+func (UsageEvent) sessionEvent()      {}
+func (HistoryEvent) sessionEvent()    {}
+func (NetworkEvent) sessionEvent()    {}
 
 // Asker is the person at the front end: the three questions a session
 // puts to them, each blocking its caller until the answer, ctx's end or

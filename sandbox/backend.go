@@ -49,6 +49,9 @@ type Spec struct {
 	// Notices receives what the sandbox did outside a command (when the
 	// session opens or closes); nil writes them to Progress.
 	Notices func(string)
+	// TagMoved hears, from the background check at start, that the
+	// image's tag moved on its registry; nil makes it a notice.
+	TagMoved func(TagMove)
 }
 
 // Backend is one engine sandboxes run on. A backend is one package and

@@ -1,6 +1,10 @@
 package sandbox
 
-import "io"
+import (
+	"fmt"
+	"io"
+	"strings"
+)
 
 // Total is how far an image pull or build has come as a whole, beside its
 // progress lines: a pull's bytes over all its layers, a build's steps.
@@ -25,4 +29,25 @@ func ReportTotal(w io.Writer, t Total) {
 	if tw, ok := w.(TotalWriter); ok {
 		tw.Total(t)
 	}
+}
+
+// TagMove is an image tag that names another image on its registry than
+// the one the workspace's sandbox runs: Old is the digest the sandbox
+// runs, New the one the tag names now.
+type TagMove struct {
+	Ref, Old, New string
+}
+
+// Notice says the tag moved and how to take the new image.
+func (m TagMove) Notice() string {
+	return fmt.Sprintf("the tag %s moved on its registry: the sandbox runs %s, the tag now names %s; "+
+		"start with --pull to use the new image", m.Ref, shortDigest(m.Old), shortDigest(m.New))
+}
+
+// shortDigest is a digest's first twelve hex digits.
+func shortDigest(d string) string {
+	if _, hex, ok := strings.Cut(d, ":"); ok {
+		d = hex
+	}
+	return d[:min(12, len(d))]
 }

@@ -224,6 +224,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case approvalGoneMsg:
 		m.dropApproval(msg.id)
 		return nil
+	case imageMovedMsg:
+		return m.rt.askNewImage(msg.move)
 	case totalMsg:
 		if m.box.phase == "starting" || m.box.phase == "building" {
 			t := msg.total

@@ -56,7 +56,7 @@ func (backend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, er
 		// Whether the tag moved is asked beside the start, never before it.
 		stop := func() {}
 		if tagChecked(img) {
-			stop = watchTag(ctx, eng.api, img.Ref, registryAuth, noticeFunc(spec))
+			stop = watchTag(ctx, eng.api, img.Ref, registryAuth, tagMovedFunc(spec))
 		}
 		var sb *Sandbox
 		if sb, err = eng.Open(ctx, img, Options{Spec: spec}); err == nil {
@@ -69,13 +69,17 @@ func (backend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, er
 	return nil, err
 }
 
-// noticeFunc is where spec's notices go: Notices, else Progress.
-func noticeFunc(spec sandbox.Spec) func(string) {
-	if spec.Notices != nil {
-		return spec.Notices
+// tagMovedFunc is where spec hears of a moved tag: TagMoved, else a
+// notice (Notices, else Progress).
+func tagMovedFunc(spec sandbox.Spec) func(sandbox.TagMove) {
+	switch {
+	case spec.TagMoved != nil:
+		return spec.TagMoved
+	case spec.Notices != nil:
+		return func(m sandbox.TagMove) { spec.Notices(m.Notice()) }
 	}
 	progress := cmp.Or[io.Writer](spec.Progress, io.Discard)
-	return func(s string) { fmt.Fprintf(progress, "[notice] %s\n", s) }
+	return func(m sandbox.TagMove) { fmt.Fprintf(progress, "[notice] %s\n", m.Notice()) }
 }
 
 // openedWorkspace is spec's workspace, open: spec.Opened, or Workspace

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/regauth"
 )
 
@@ -38,14 +38,6 @@ func imageDigest(ref, id string, repoDigests []string) string {
 		}
 	}
 	return id
-}
-
-// shortDigest is a digest's first twelve hex digits, as notices show it.
-func shortDigest(d string) string {
-	if _, hex, ok := strings.Cut(d, ":"); ok {
-		d = hex
-	}
-	return d[:min(12, len(d))]
 }
 
 // pinned reports whether ref names its image by digest (name@sha256:…):
@@ -81,19 +73,19 @@ func tagChecked(img ResolvedImage) bool {
 }
 
 // checkTag asks the registry, through the engine, which image ref's tag
-// names now, and returns a notice when it is another than the one the
-// engine has under it (the one the workspace's container runs). Offline,
-// no access, no registry digest to compare: no notice, no error.
-func checkTag(ctx context.Context, api distributionAPI, ref string, auth func(context.Context, string) string) string {
+// names now, and reports whether it is another than the one the engine
+// has under it (the one the workspace's container runs). Offline, no
+// access, no registry digest to compare: no move, no error.
+func checkTag(ctx context.Context, api distributionAPI, ref string, auth func(context.Context, string) string) (sandbox.TagMove, bool) {
 	ctx, cancel := context.WithTimeout(ctx, tagCheckTimeout)
 	defer cancel()
 	img, err := api.ImageInspect(ctx, ref)
 	if err != nil {
-		return ""
+		return sandbox.TagMove{}, false
 	}
 	old := imageDigest(ref, img.ID, img.RepoDigests)
 	if old == img.ID {
-		return "" // never pulled from or pushed to a registry: nothing to compare
+		return sandbox.TagMove{}, false // never pulled from or pushed to a registry: nothing to compare
 	}
 	opts := client.DistributionInspectOptions{}
 	if auth != nil {
@@ -101,30 +93,24 @@ func checkTag(ctx context.Context, api distributionAPI, ref string, auth func(co
 	}
 	res, err := api.DistributionInspect(ctx, ref, opts)
 	if err != nil {
-		return ""
+		return sandbox.TagMove{}, false
 	}
 	now := res.Descriptor.Digest.String()
 	if now == "" || now == old {
-		return ""
+		return sandbox.TagMove{}, false
 	}
-	return tagMovedNotice(ref, old, now)
-}
-
-// tagMovedNotice says a tag moved and how to take the new image.
-func tagMovedNotice(ref, old, now string) string {
-	return fmt.Sprintf("the tag %s moved on its registry: the sandbox runs %s, the tag now names %s; "+
-		"start with --pull to use the new image", ref, shortDigest(old), shortDigest(now))
+	return sandbox.TagMove{Ref: ref, Old: old, New: now}, true
 }
 
 // watchTag runs checkTag in the background, off the start's path, and
-// hands a notice to notice. stop cancels the check and waits for it.
-func watchTag(ctx context.Context, api distributionAPI, ref string, auth func(context.Context, string) string, notice func(string)) (stop func()) {
+// hands a move to moved. stop cancels the check and waits for it.
+func watchTag(ctx context.Context, api distributionAPI, ref string, auth func(context.Context, string) string, moved func(sandbox.TagMove)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if n := checkTag(ctx, api, ref, auth); n != "" && ctx.Err() == nil {
-			notice(n)
+		if m, ok := checkTag(ctx, api, ref, auth); ok && ctx.Err() == nil {
+			moved(m)
 		}
 	}()
 	return func() {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 func TestImageDigest(t *testing.T) {
@@ -115,7 +116,10 @@ func TestCheckTag(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			got := checkTag(t.Context(), c.api, ref, nil)
+			var got string
+			if m, ok := checkTag(t.Context(), c.api, ref, nil); ok {
+				got = m.Notice()
+			}
 			if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 				t.Errorf("notice %q, want %q", got, c.want)
 			}
@@ -152,8 +156,8 @@ func TestWatchTagDoesNotWaitForTheRegistry(t *testing.T) {
 		<-ctx.Done() // a registry that accepts and never answers
 		return client.DistributionInspectResult{}, ctx.Err()
 	}}
-	var notices []string
-	stop := watchTag(t.Context(), api, "registry.test/team/dev:t", nil, func(n string) { notices = append(notices, n) })
+	var notices []sandbox.TagMove
+	stop := watchTag(t.Context(), api, "registry.test/team/dev:t", nil, func(m sandbox.TagMove) { notices = append(notices, m) })
 	<-asked // the question is pending, and the start has its answer already
 	stop()
 	if len(notices) != 0 {
