@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,6 +114,55 @@ func TestPinningTagMoves(t *testing.T) {
 		}
 		if strings.Contains(res.stderr, "moved") || strings.Contains(res.stderr, "registry") {
 			t.Errorf("an offline check said something:\n%s", res.stderr)
+		}
+	})
+
+	// A registry that accepts and never answers: the command runs while
+	// the check still waits for it. Had the start waited for the check,
+	// the command would run no sooner than the check's timeout (3 s) after
+	// the engine dialled the registry.
+	t.Run("a registry that never answers does not hold the start", func(t *testing.T) {
+		ln, err := net.Listen("tcp", reg.Addr)
+		if err != nil {
+			t.Fatalf("listen where the registry was: %v", err)
+		}
+		defer ln.Close()
+		ran := filepath.Join(ws, "ran")
+		dialled := make(chan time.Time, 1)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				select {
+				case dialled <- time.Now():
+				default:
+				}
+				go func() {
+					defer c.Close()
+					_, _ = io.Copy(io.Discard, c) // never answered
+				}()
+			}
+		}()
+		res := shiro(t, ws, nil, "--image", ref, "tool", "bash", bashJSON("touch "+ran, 0))
+		if res.code != 0 {
+			t.Fatalf("exit %d\n%s", res.code, res.stderr)
+		}
+		fi, err := os.Stat(ran)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case at := <-dialled:
+			if wait := fi.ModTime().Sub(at); wait >= 3*time.Second {
+				t.Errorf("the command ran %s after the registry was dialled: the start waited for the check", wait)
+			}
+		default:
+			t.Fatal("the engine never asked the registry: nothing was checked")
+		}
+		if strings.Contains(res.stderr, "moved") {
+			t.Errorf("a check without an answer said something:\n%s", res.stderr)
 		}
 	})
 }
