@@ -45,22 +45,24 @@ func rel(path string) string { return strings.TrimPrefix(strings.TrimPrefix(path
 
 // sdkHomes says which packages may import each SDK (and their subpackages).
 var sdkHomes = map[string][]string{
-	"github.com/moby/moby/client":                 {"sandbox/docker", "integration"},
-	"github.com/moby/moby/api":                    {"sandbox/docker", "integration"},
-	"github.com/moby/term":                        {"cmd/shiro/cli"},
-	"github.com/anthropics/anthropic-sdk-go":      {"agent/provider/anthropic"},
-	"github.com/openai/openai-go":                 {"agent/provider/openai"},
-	"github.com/modelcontextprotocol/go-sdk":      {"tools/mcp", "integration"},
-	"github.com/charmbracelet":                    {"orchestrator/tui"},
-	"github.com/go-git/go-git":                    {"tools/gitrepo", "orchestrator/checkpoint", "sandbox/gitshadow"},
-	"github.com/sergi/go-diff":                    {"tools/gitrepo", "orchestrator/checkpoint"},
-	"github.com/spf13/cobra":                      {"cmd/shiro/cli"},
-	"mvdan.cc/sh":                                 {"agent/shellcmd"},
-	"github.com/elazarl/goproxy":                  {"sandbox/egress"},
-	"github.com/hashicorp/yamux":                  {"sandbox/helper"},
+	"github.com/moby/moby/client":            {"sandbox/docker", "integration"},
+	"github.com/moby/moby/api":               {"sandbox/docker", "integration"},
+	"github.com/moby/term":                   {"cmd/shiro/cli"},
+	"github.com/anthropics/anthropic-sdk-go": {"agent/provider/anthropic"},
+	"github.com/openai/openai-go":            {"agent/provider/openai"},
+	"github.com/modelcontextprotocol/go-sdk": {"tools/mcp", "integration"},
+	"github.com/charmbracelet":               {"orchestrator/tui"},
+	"github.com/go-git/go-git":               {"tools/gitrepo", "orchestrator/checkpoint", "sandbox/gitshadow"},
+	"github.com/sergi/go-diff":               {"tools/gitrepo", "orchestrator/checkpoint"},
+	"github.com/spf13/cobra":                 {"cmd/shiro/cli"},
+	"mvdan.cc/sh":                            {"agent/shellcmd"},
+	"github.com/elazarl/goproxy":             {"sandbox/egress"},
+	"github.com/hashicorp/yamux":             {"sandbox/helper"},
+	"k8s.io/":                                {"sandbox/kube", "integration"},
+	"sigs.k8s.io/":                           {"sandbox/kube", "integration"},
+
+	// The docker config's credential helpers.
 	"github.com/docker/docker-credential-helpers": {"sandbox/regauth"},
-	"k8s.io/":      {"sandbox/kube", "integration"},
-	"sigs.k8s.io/": {"sandbox/kube", "integration"},
 }
 
 // forbidden lists, per package prefix, the project packages it may not import

@@ -59,6 +59,10 @@ type Settings struct {
 	// StorageClass is the StorageClass of the workspace's claim on
 	// Kubernetes; empty means the cluster's default class.
 	StorageClass string
+	// ImagePullSecret names an existing secret of the namespace that the
+	// cluster's nodes pull the pod's image with on Kubernetes; empty means
+	// none (the service account's, if any).
+	ImagePullSecret string
 }
 
 // The backends and workspace modes Settings can name.

@@ -221,13 +221,27 @@ func Push(t testing.TB, api *client.Client, r *Registry, src, repoTag string) st
 		t.Fatalf("tag %s as %s: %v", src, ref, err)
 	}
 	t.Cleanup(func() { RemoveLocal(t, api, ref) })
-	res, err := api.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: encodeAuth(r.Addr, r.opts.User, r.opts.Password)})
-	if err == nil {
-		err = res.Wait(ctx)
-		res.Close()
-	}
-	if err != nil {
-		t.Fatalf("push %s: %v", ref, err)
+	// The engine's resolver reads /etc/hosts again only a few seconds
+	// after it changed: a TLS registry's name may be unknown to it at
+	// first.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := api.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: encodeAuth(r.Addr, r.opts.User, r.opts.Password)})
+		if err == nil {
+			err = res.Wait(ctx)
+			res.Close()
+		}
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "no such host") || time.Now().After(deadline) {
+			t.Fatalf("push %s: %v", ref, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("push %s: %v", ref, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	RemoveLocal(t, api, ref)
 	return ref

@@ -177,6 +177,8 @@ type Overrides struct {
 	KubeContext   *string
 	Namespace     *string
 	StorageClass  *string
+	// ImagePullSecret is --image-pull-secret.
+	ImagePullSecret *string
 	// Env is appended to the configured entries.
 	Env []string
 	// AllowHosts are --allow-host patterns, added to network.allow.

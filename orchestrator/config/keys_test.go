@@ -61,6 +61,8 @@ var keySamples = map[string]keySample{
 	"network.deny":                    {value: `["a.example"]`, want: []string{"a.example"}},
 	"network.credentials": {value: `[{"host": "a.example", "header": "X-Key", "env": "K"}]`,
 		want: []Credential{{Host: "a.example", Header: "X-Key", Env: "K"}}, refusedWant: []Credential(nil)},
+	"sandbox.kubernetes.imagePullSecret": {value: `"team-registry"`, want: "team-registry", refusedWant: ""},
+
 	"mcpServers":  {value: `{"s": {"command": "x"}}`, want: map[string]json.RawMessage{"s": json.RawMessage(`{"command": "x"}`)}},
 	"trust.paths": {value: `["/srv/*"]`, want: []string{"/srv/*"}, refusedWant: []string(nil)},
 }

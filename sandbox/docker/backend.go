@@ -56,7 +56,7 @@ func (backend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, er
 		// Whether the tag moved is asked beside the start, never before it.
 		stop := func() {}
 		if tagChecked(img) {
-			stop = watchTag(ctx, eng.api, img.Ref, registryAuth, tagMovedFunc(spec))
+			stop = watchTag(ctx, eng.api, img.Ref, tagAuth, tagMovedFunc(spec))
 		}
 		var sb *Sandbox
 		if sb, err = eng.Open(ctx, img, Options{Spec: spec}); err == nil {
@@ -337,7 +337,7 @@ func (e *Engine) checkImage(ctx context.Context, spec sandbox.Spec, r sandbox.Re
 		case errors.As(err, &missing) && spec.Image == "":
 			r.Fail("image", "the built-in image "+missing.Ref+" is not present", "run `shiro image build` (or just start shiro: it builds it)")
 		case errors.As(err, &missing):
-			r.Fail("image", missing.Ref+" is not present locally", "`docker pull "+missing.Ref+"` (shiro pulls it when it starts), `docker load`, or --image with a Dockerfile")
+			r.Fail("image", missing.Ref+" is not present locally", "`shiro image pull "+missing.Ref+"` (shiro pulls it when it starts, with the registry's credentials from the docker config), `docker load`, or --image with a Dockerfile")
 		default:
 			r.Fail("image", err.Error(), "")
 		}

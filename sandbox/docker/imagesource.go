@@ -87,6 +87,9 @@ type ImageRequest struct {
 	Pull bool
 	// Progress receives build and pull progress; nil discards it.
 	Progress io.Writer
+	// Credentials finds the registry credentials of pulls and of a build's
+	// FROM images; nil looks in the docker config file (regauth.Lookup).
+	Credentials CredentialLookup
 	// Build limits a project build like the session's sandbox: Network is
 	// "bridge" or "none" (empty means bridge); Memory (bytes) and CPUs,
 	// zero meaning the sandbox defaults. The classic builder has no process
@@ -296,7 +299,7 @@ func ensureReference(ctx context.Context, api resolveAPI, ref string, req ImageR
 	}
 	if ok && req.Pull && !req.NoPull && !pinned(ref) && ref != images.Tag() {
 		fmt.Fprintf(req.Progress, "pulling %s (--pull)\n", ref)
-		if err := pullImage(ctx, api, ref, req.Progress); err != nil {
+		if err := pullImage(ctx, api, ref, req.Progress, req.Credentials); err != nil {
 			// The engine's copy still runs: --pull asks for news, not
 			// for a start that fails offline.
 			fmt.Fprintf(req.Progress, "[notice] pulling %s failed (%v); the local image is used\n", ref, err)
@@ -314,20 +317,25 @@ func ensureReference(ctx context.Context, api resolveAPI, ref string, req ImageR
 		return false, &UnavailableImageError{Ref: ref}
 	}
 	fmt.Fprintf(req.Progress, "pulling %s\n", ref)
-	if err := pullImage(ctx, api, ref, req.Progress); err != nil {
+	if err := pullImage(ctx, api, ref, req.Progress, req.Credentials); err != nil {
 		return false, &UnavailableImageError{Ref: ref, PullErr: err}
 	}
 	return true, nil
 }
 
-func pullImage(ctx context.Context, api resolveAPI, ref string, progress io.Writer) error {
-	res, err := api.ImagePull(ctx, ref, client.ImagePullOptions{})
+// pullImage pulls ref with its registry's credentials.
+func pullImage(ctx context.Context, api resolveAPI, ref string, progress io.Writer, lookup CredentialLookup) error {
+	auth, err := pullAuth(ctx, ref, lookup, progress)
 	if err != nil {
 		return err
 	}
+	res, err := api.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: auth.header})
+	if err != nil {
+		return auth.explain(err)
+	}
 	defer res.Close()
 	if err := decodeImageStream(res, progress); err != nil {
-		return err
+		return auth.explain(err)
 	}
 	ok, err := imageExists(ctx, api, ref)
 	if err != nil {
@@ -348,6 +356,9 @@ type UnavailableImageError struct {
 }
 
 func (e *UnavailableImageError) Error() string {
+	if ae := (*RegistryAuthError)(nil); errors.As(e.PullErr, &ae) {
+		return fmt.Sprintf("image %s: %v", e.Ref, ae)
+	}
 	why := "it is not present locally"
 	if e.PullErr != nil {
 		why = fmt.Sprintf("it is not present locally and pulling it failed (%v)", e.PullErr)
@@ -406,6 +417,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			return "", false, err
 		}
 	}
+	auth := newBuildAuth(ctx, df, bs.args, req.Credentials)
 	built := false
 	err = builds.do(ctx, tag, req.Progress, func(ctx context.Context, progress io.Writer) error {
 		// Another process may have finished the same build meanwhile.
@@ -440,6 +452,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			ForceRemove: true,
 			Labels:      map[string]string{LabelBuilt: "true", LabelSource: bs.source},
 			Version:     build.BuilderV1,
+			AuthConfigs: auth.configs,
 		}
 		req.Build.apply(&opts)
 		fmt.Fprintf(progress, "build limits: network %s, memory %s, %g CPUs (RUN steps run as root inside the build)\n",
@@ -466,7 +479,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			err = ctx.Err()
 		}
 		if err != nil {
-			return explainBuildError(err, opts)
+			return auth.explain(explainBuildError(err, opts), bs.args)
 		}
 		built = true
 		fmt.Fprintf(progress, "built %s in %s\n", tag, time.Since(start).Round(100*time.Millisecond))

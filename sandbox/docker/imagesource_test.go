@@ -26,6 +26,7 @@ type fakeEngine struct {
 	images   map[string]bool
 	pullErr  string // the stream's error line for a pull; "" pulls fine
 	pulls    []string
+	auths    []string // each pull's RegistryAuth
 	builds   []client.ImageBuildOptions
 	contexts []map[string]string // each build's archive: name → content
 	buildOut string              // extra stream lines of a build (e.g. an error)
@@ -100,10 +101,11 @@ type fakePull struct{ io.ReadCloser }
 func (fakePull) JSONMessages(context.Context) iter.Seq2[jsonstream.Message, error] { return nil }
 func (fakePull) Wait(context.Context) error                                        { return nil }
 
-func (f *fakeEngine) ImagePull(_ context.Context, ref string, _ client.ImagePullOptions) (client.ImagePullResponse, error) {
+func (f *fakeEngine) ImagePull(_ context.Context, ref string, opts client.ImagePullOptions) (client.ImagePullResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pulls = append(f.pulls, ref)
+	f.auths = append(f.auths, opts.RegistryAuth)
 	if f.pullErr != "" {
 		return fakePull{io.NopCloser(strings.NewReader(f.pullErr))}, nil
 	}

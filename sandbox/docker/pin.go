@@ -2,13 +2,10 @@ package docker
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/distribution/reference"
-	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/images"
@@ -119,26 +116,17 @@ func watchTag(ctx context.Context, api distributionAPI, ref string, auth func(co
 	}
 }
 
-// registryAuth is the engine's registry-auth header for ref's registry,
-// from the user's docker credentials (sandbox/regauth); empty when there
-// are none.
-func registryAuth(ctx context.Context, ref string) string {
-	named, err := reference.ParseNormalizedNamed(ref)
+// tagAuth is the engine's registry-auth header for ref's registry, from
+// the user's docker credentials (EncodeRegistryAuth); empty when there
+// are none or they cannot be looked up (the check then asks without).
+func tagAuth(ctx context.Context, ref string) string {
+	host, err := RegistryHost(ref)
 	if err != nil {
 		return ""
 	}
-	cfg, err := regauth.Load()
+	cred, _, err := regauth.Lookup(ctx, host)
 	if err != nil {
 		return ""
 	}
-	host := reference.Domain(named)
-	cred, _, err := cfg.Lookup(ctx, host)
-	if err != nil || cred.Empty() {
-		return ""
-	}
-	b, err := json.Marshal(registrytypes.AuthConfig{Username: cred.Username, Password: cred.Password, IdentityToken: cred.IdentityToken, ServerAddress: host})
-	if err != nil {
-		return ""
-	}
-	return base64.URLEncoding.EncodeToString(b)
+	return EncodeRegistryAuth(host, cred)
 }

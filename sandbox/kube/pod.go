@@ -89,6 +89,8 @@ type podSpec struct {
 	IdleTimeout time.Duration
 	UID, GID    int
 	UserName    string
+	// PullSecret names the secret the nodes pull Image with ("": none).
+	PullSecret string
 }
 
 // specVersion changes when what a pod holds changes shape.
@@ -99,6 +101,9 @@ func (s podSpec) hash() string {
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00%g\x00%s\x00%d\x00%d:%d\x00%s",
 		specVersion, s.Workspace, s.WorkspaceID, s.Image, s.Helper, s.Chunks, s.Memory, s.CPUs,
 		s.Network, s.IdleTimeout, s.UID, s.GID, s.UserName)
+	if s.PullSecret != "" { // added so that the pods of those without one keep their names
+		fmt.Fprintf(h, "\x00pull-secret=%s", s.PullSecret)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -212,6 +217,10 @@ func (p plan) build(key []byte, ns, version string) *corev1.Pod {
 			Items:                []corev1.KeyToPath{{Key: chunkKey, Path: strconv.Itoa(i), Mode: ptr(int32(0o444))}},
 		}})
 	}
+	var pullSecrets []corev1.LocalObjectReference
+	if s.PullSecret != "" {
+		pullSecrets = []corev1.LocalObjectReference{{Name: s.PullSecret}}
+	}
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -226,6 +235,7 @@ func (p plan) build(key []byte, ns, version string) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
+			ImagePullSecrets:              pullSecrets,
 			AutomountServiceAccountToken:  ptr(false),
 			EnableServiceLinks:            ptr(false),
 			TerminationGracePeriodSeconds: ptr(int64(5)),

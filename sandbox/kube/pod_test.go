@@ -62,6 +62,7 @@ func TestEveryPodSettingMakesAnotherPod(t *testing.T) {
 		"idle timeout": func(s *podSpec) { s.IdleTimeout = time.Minute },
 		"uid":          func(s *podSpec) { s.UID = 1001 },
 		"user name":    func(s *podSpec) { s.UserName = "you" },
+		"pull secret":  func(s *podSpec) { s.PullSecret = "team-registry" },
 	}
 	for name, change := range changes {
 		s := base
@@ -77,6 +78,23 @@ func TestEveryPodSettingMakesAnotherPod(t *testing.T) {
 	s.Memory, s.Image = 1<<30, "other:1"
 	if claimName(s.Workspace, s.WorkspaceID) != claimName(base.Workspace, base.WorkspaceID) {
 		t.Error("the claim changes with the pod's settings: a new image would lose the workspace")
+	}
+}
+
+func TestThePullSecretIsThePods(t *testing.T) {
+	if got := newPlan(testSpec(), testKey, "ns", "v1").pod.Spec.ImagePullSecrets; got != nil {
+		t.Errorf("no secret named, the pod has %v", got)
+	}
+	s := testSpec()
+	s.PullSecret = "team-registry"
+	got := newPlan(s, testKey, "ns", "v1").pod.Spec.ImagePullSecrets
+	if len(got) != 1 || got[0].Name != "team-registry" {
+		t.Errorf("ImagePullSecrets %v, want team-registry", got)
+	}
+	// Pods made before the setting existed keep their names (the hash
+	// of testSpec before it).
+	if h := testSpec().hash(); h != "1aa0ebca2ba2" {
+		t.Errorf("the hash of a spec without a secret changed to %s", h)
 	}
 }
 

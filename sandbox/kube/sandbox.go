@@ -65,6 +65,7 @@ func (c *Cluster) Open(ctx context.Context, opts Options) (*Sandbox, error) {
 		UID:         opts.UID,
 		GID:         opts.GID,
 		UserName:    opts.UserName,
+		PullSecret:  opts.ImagePullSecret,
 	}
 	s := &Sandbox{c: c, opts: opts, helper: h, plan: newPlan(spec, c.key, c.ns, opts.Version), base: suffix() + suffix()[:4],
 		env: sessionEnv(env), logs: io.Discard}

@@ -109,7 +109,7 @@ type Config struct {
 	// Path is the file it was read from; empty when there is none.
 	Path string
 
-	Auths       map[string]authEntry `json:"auths"`
+	Auths       map[string]AuthEntry `json:"auths"`
 	CredsStore  string               `json:"credsStore"`
 	CredHelpers map[string]string    `json:"credHelpers"`
 
@@ -117,15 +117,22 @@ type Config struct {
 	run runFunc
 }
 
-// authEntry is one entry of auths: a base64 "user:password" in auth (or
+// AuthEntry is one entry of auths: a base64 "user:password" in Auth (or
 // the two in fields of their own, as old files have them), and an
 // identity token.
-type authEntry struct {
+//
+// Its String hides the secrets.
+type AuthEntry struct {
 	Auth          string `json:"auth"`
 	Username      string `json:"username"`
 	Password      string `json:"password"`
 	IdentityToken string `json:"identitytoken"`
 }
+
+func (e AuthEntry) String() string { return "regauth.AuthEntry{…}" }
+
+// GoString keeps %#v from printing the secrets too.
+func (e AuthEntry) GoString() string { return e.String() }
 
 // runFunc runs the program with args, stdin as its input, and returns its
 // standard output.

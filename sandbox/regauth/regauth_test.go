@@ -180,6 +180,10 @@ func TestSecretsStayOutOfText(t *testing.T) {
 			t.Errorf("%q shows the secret", s)
 		}
 	}
+	cfg := parse(t, `{"auths":{"r":{"auth":"`+b64("u:hunter2-secret")+`","password":"hunter2-secret","identitytoken":"tok-secret"}}}`)
+	if s := fmt.Sprintf("%v %+v %#v", cfg, *cfg, cfg.Auths); strings.Contains(s, "secret") || strings.Contains(s, b64("u:hunter2-secret")) {
+		t.Errorf("a printed config shows a secret: %s", s)
+	}
 	_, err := Parse([]byte(`{"auths":{"r":{"auth":12345678}}, "x": "hunter2-secret"`))
 	if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "12345678") {
 		t.Errorf("parse error %v: want one that quotes nothing of the file", err)

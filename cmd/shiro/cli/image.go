@@ -56,6 +56,6 @@ By default the Dockerfile is built, and when its base image cannot be pulled
 	build.Flags().BoolVar(&opts.Offline, "offline", false, "make the image from Debian packages (debootstrap), without pulling a base image")
 	build.Flags().BoolVar(&opts.Online, "online", false, "only build the Dockerfile (no offline fallback)")
 	build.Flags().BoolVar(&opts.IfMissing, "if-missing", false, "do nothing when the image is already present")
-	cmd.AddCommand(build, newCmdImageLs(f, sf))
+	cmd.AddCommand(build, newCmdImagePull(f, sf, nil), newCmdImageLs(f, sf))
 	return cmd
 }

@@ -31,6 +31,9 @@ type SandboxFlags struct {
 	// Backend, Workspace, KubeContext, Namespace and StorageClass choose where the
 	// sandbox runs and how it holds the workspace.
 	Backend, Workspace, KubeContext, Namespace, StorageClass string
+	// ImagePullSecret names the pull secret of the kubernetes backend's
+	// pods.
+	ImagePullSecret string
 	// TrustProject lets the project's asks (its MCP servers, its image
 	// build) happen this time without a question.
 	TrustProject bool
@@ -58,6 +61,7 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&s.KubeContext, "kube-context", "", "the kubeconfig context of the kubernetes backend (default: the current one)")
 	fl.StringVar(&s.Namespace, "namespace", "", "the Kubernetes namespace of the kubernetes backend (default: the context's)")
 	fl.StringVar(&s.StorageClass, "storage-class", "", "the StorageClass of the workspace's claim on the kubernetes backend (default: the cluster's default class)")
+	fl.StringVar(&s.ImagePullSecret, "image-pull-secret", "", "an existing secret of the namespace that the kubernetes backend's nodes pull the image with")
 	fl.DurationVar(&s.Idle, "idle-timeout", 0, "stop the sandbox container after this long with nothing running (default 30m)")
 	_ = fl.MarkHidden("idle-timeout")
 	fl.BoolVar(&s.TrustProject, "trust-project", false, "let this workspace's project config start its MCP servers and build or pull its image, this time (see `shiro trust`)")
@@ -94,6 +98,7 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 		{"kube-context", &s.KubeContext, &o.KubeContext},
 		{"namespace", &s.Namespace, &o.Namespace},
 		{"storage-class", &s.StorageClass, &o.StorageClass},
+		{"image-pull-secret", &s.ImagePullSecret, &o.ImagePullSecret},
 	} {
 		if changed(f.name) {
 			*f.dst = f.v
