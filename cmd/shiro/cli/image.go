@@ -20,7 +20,7 @@ type ImageOptions struct {
 func NewCmdImage(f *Factory, sf *SandboxFlags, runF func(*ImageOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
-		Short: "Build the default sandbox image",
+		Short: "Build, pull and list sandbox images",
 		Args:  cobra.NoArgs,
 	}
 	opts := &ImageOptions{}
