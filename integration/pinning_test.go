@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net"
 	"os"
@@ -78,6 +79,32 @@ func TestPinningTagMoves(t *testing.T) {
 		}
 		if got := containerImages(t, api, ws); !slices.Contains(got, idB) {
 			t.Errorf("after --pull the containers run %v, want B %s among them", got, idB)
+		}
+	})
+
+	t.Run("image ls names each image's digest and workspaces", func(t *testing.T) {
+		res := shiro(t, ws, nil, "image", "ls", "--json")
+		if res.code != 0 {
+			t.Fatalf("exit %d\n%s", res.code, res.stderr)
+		}
+		var list []struct {
+			Ref, Digest, ID string
+			Workspaces      []string
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &list); err != nil {
+			t.Fatalf("%v\n%s", err, res.stdout)
+		}
+		found := map[string]bool{}
+		for _, e := range list {
+			if slices.Contains(e.Workspaces, ws) {
+				found[e.ID] = true
+				if e.Ref != ref || !strings.HasPrefix(e.Digest, "sha256:") || e.Digest == e.ID {
+					t.Errorf("the workspace's image %+v: want %s by its registry digest", e, ref)
+				}
+			}
+		}
+		if !found[idA] || len(found) != 2 {
+			t.Errorf("image ls gives the workspace's images %v, want A and B:\n%s", found, res.stdout)
 		}
 	})
 
