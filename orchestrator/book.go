@@ -137,6 +137,14 @@ func (b *book) setModel(provider, model string) {
 	b.save(nil, false)
 }
 
+// setImage records the image the sandbox opened on.
+func (b *book) setImage(ref, digest string) {
+	b.mu.Lock()
+	b.rec.Image, b.rec.ImageDigest = ref, digest
+	b.mu.Unlock()
+	b.save(nil, false)
+}
+
 func (b *book) flush() error {
 	b.mu.Lock()
 	saver := b.saver

@@ -3,11 +3,15 @@ package orchestrator
 import (
 	"context"
 	"iter"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/local"
 )
 
 // billedModel answers every request with a text and reports usage.
@@ -98,5 +102,117 @@ func TestSessionOwnsItsRecordAndLedger(t *testing.T) {
 	// The cleared session had no messages: it left no file.
 	if _, err := st.Load(newID); err == nil {
 		t.Error("an empty session was saved")
+	}
+}
+
+// pinnedBackend opens a host sandbox that says it runs a pinned image.
+type pinnedBackend struct{ sandbox.Backend }
+
+const pinnedDigest = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+func (pinnedBackend) Name() string                                 { return "orchestrator-pinned-test" }
+func (pinnedBackend) DefaultWorkspaceMode(sandbox.Settings) string { return sandbox.WorkspaceMount }
+func (pinnedBackend) Open(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	sb, err := local.New(spec.Workspace)
+	return pinnedSandbox{sb}, err
+}
+
+type pinnedSandbox struct{ sandbox.Sandbox }
+
+func (p pinnedSandbox) Info() sandbox.Info {
+	info := p.Sandbox.Info()
+	info.Image, info.ImageDigest = "registry.test/team/dev:1", pinnedDigest
+	return info
+}
+
+var registerPinned sync.Once
+
+func TestSessionRecordsTheImageDigest(t *testing.T) {
+	t.Parallel()
+	registerPinned.Do(func() { sandbox.Register(pinnedBackend{}) })
+	st := &store.Store{Dir: t.TempDir()}
+	ws := t.TempDir()
+	model := billedModel{id: "claude-sonnet-4-5"}
+	rec := store.NewRecord(ws, "anthropic", model.id)
+	settings := sandbox.Settings{Backend: pinnedBackend{}.Name(), Network: sandbox.NetworkNone}
+	s, err := NewSession(SessionOptions{Workspace: ws, Model: model, Sandbox: SandboxConfig{Settings: settings, Workspace: ws}, Store: st, Record: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.StartSandbox(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(t.Context(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := st.Load(rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Image != "registry.test/team/dev:1" || saved.ImageDigest != pinnedDigest {
+		t.Errorf("the record holds image %q digest %q, want the sandbox's", saved.Image, saved.ImageDigest)
+	}
+}
+
+// movedBackend reports a moved tag as it opens, and records each open's
+// --pull.
+type movedBackend struct {
+	sandbox.Backend
+	mu    sync.Mutex
+	pulls []bool
+}
+
+func (*movedBackend) Name() string                                 { return "orchestrator-moved-test" }
+func (*movedBackend) DefaultWorkspaceMode(sandbox.Settings) string { return sandbox.WorkspaceMount }
+func (b *movedBackend) Open(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	b.mu.Lock()
+	b.pulls = append(b.pulls, spec.Pull)
+	b.mu.Unlock()
+	if spec.TagMoved != nil && !spec.Pull {
+		spec.TagMoved(sandbox.TagMove{Ref: "registry.test/team/dev:1", Old: pinnedDigest, New: "sha256:bbbbbbbbbbbbbbbb"})
+	}
+	return local.New(spec.Workspace)
+}
+
+var (
+	moved         = &movedBackend{}
+	registerMoved sync.Once
+)
+
+func TestSessionTakesTheImageAMovedTagNames(t *testing.T) {
+	t.Parallel()
+	registerMoved.Do(func() { sandbox.Register(moved) })
+	ws := t.TempDir()
+	rec := &recorder{}
+	settings := sandbox.Settings{Backend: moved.Name(), Network: sandbox.NetworkNone}
+	s, err := NewSession(SessionOptions{Workspace: ws, Model: billedModel{id: "m"}, Sandbox: SandboxConfig{Settings: settings, Workspace: ws}, Events: rec.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.StartSandbox(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got []ImageMovedEvent
+	for _, e := range rec.all() {
+		if m, ok := e.(ImageMovedEvent); ok {
+			got = append(got, m)
+		}
+	}
+	if len(got) != 1 || got[0].Ref != "registry.test/team/dev:1" || !strings.Contains(got[0].Notice(), "--pull") {
+		t.Fatalf("moved events %+v", got)
+	}
+	if _, err := s.TakeNewImage(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	moved.mu.Lock()
+	pulls := slices.Clone(moved.pulls)
+	moved.mu.Unlock()
+	if !slices.Equal(pulls, []bool{false, true}) {
+		t.Errorf("opens pulled %v, want the first not, the one after the yes with --pull", pulls)
 	}
 }

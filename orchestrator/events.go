@@ -6,6 +6,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
@@ -31,9 +32,14 @@ type NoticeEvent struct{ Text string }
 
 // ProgressEvent is the sandbox's start-up progress (image builds,
 // container creation): one write of the backend's progress output, as
-// written, so that a line may come in pieces. It comes from the goroutine
-// that opens the sandbox (StartSandbox's, or a turn's first command).
-type ProgressEvent struct{ Text string }
+// written, so that a line may come in pieces; or, with Text empty, Total:
+// how far a pull (bytes) or a build (steps) has come as a whole. It comes
+// from the goroutine that opens the sandbox (StartSandbox's, or a turn's
+// first command).
+type ProgressEvent struct {
+	Text  string
+	Total *sandbox.Total
+}
 
 // TodosEvent is the task list after a change, from the goroutine that
 // changed it (a turn's todo_write call, Clear's).
@@ -66,15 +72,22 @@ type HistoryEvent struct{ Messages []llm.Message }
 // decided or closed, from the egress proxy's goroutine.
 type NetworkEvent struct{ egress.Record }
 
-func (TurnEvent) sessionEvent()      {}
-func (NoticeEvent) sessionEvent()    {}
-func (ProgressEvent) sessionEvent()  {}
-func (TodosEvent) sessionEvent()     {}
-func (SubagentEvent) sessionEvent()  {}
-func (SaveErrorEvent) sessionEvent() {}
-func (UsageEvent) sessionEvent()     {}
-func (HistoryEvent) sessionEvent()   {}
-func (NetworkEvent) sessionEvent()   {}
+// ImageMovedEvent says the image's tag moved on its registry since the
+// workspace's container was made, from the sandbox's background check
+// (its own goroutine, possibly while a turn runs). The sandbox keeps its
+// image; Session.TakeNewImage takes the new one.
+type ImageMovedEvent struct{ sandbox.TagMove }
+
+func (TurnEvent) sessionEvent()       {}
+func (ImageMovedEvent) sessionEvent() {}
+func (NoticeEvent) sessionEvent()     {}
+func (ProgressEvent) sessionEvent()   {}
+func (TodosEvent) sessionEvent()      {}
+func (SubagentEvent) sessionEvent()   {}
+func (SaveErrorEvent) sessionEvent()  {}
+func (UsageEvent) sessionEvent()      {}
+func (HistoryEvent) sessionEvent()    {}
+func (NetworkEvent) sessionEvent()    {}
 
 // Asker is the person at the front end: the three questions a session
 // puts to them, each blocking its caller until the answer, ctx's end or
@@ -104,4 +117,16 @@ type progressWriter struct{ s *Session }
 func (w progressWriter) Write(p []byte) (int, error) {
 	w.s.publish(ProgressEvent{Text: string(p)})
 	return len(p), nil
+}
+
+// Total implements sandbox.TotalWriter.
+func (w progressWriter) Total(t sandbox.Total) { w.s.publish(ProgressEvent{Total: &t}) }
+
+// ProgressTotals takes a build's step counts from a writer that reports
+// them as (what, done, total), the BuildKit trace's way; only "build"
+// counts are steps, so only they become a Total.
+func (w progressWriter) ProgressTotals(what string, done, total int) {
+	if what == "build" {
+		w.Total(sandbox.Total{Build: true, Done: int64(done), Of: int64(total)})
+	}
 }

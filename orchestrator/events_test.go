@@ -303,3 +303,21 @@ func TestSessionAskerApproves(t *testing.T) {
 		t.Errorf("the approved write: %q %v", b, err)
 	}
 }
+
+func TestProgressWriterTotals(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	w := progressWriter{&Session{events: rec.add}}
+	sandbox.ReportTotal(w, sandbox.Total{Done: 10, Of: 40})
+	w.ProgressTotals("build", 2, 5)
+	w.ProgressTotals("pull", 1, 3) // layers, not bytes: not a pull's total
+	var got []sandbox.Total
+	for _, e := range rec.all() {
+		if p, ok := e.(ProgressEvent); ok && p.Total != nil {
+			got = append(got, *p.Total)
+		}
+	}
+	if want := []sandbox.Total{{Done: 10, Of: 40}, {Build: true, Done: 2, Of: 5}}; !slices.Equal(got, want) {
+		t.Errorf("totals %+v, want %+v", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shiroagent/shiro/sandbox"
 )
@@ -20,6 +21,10 @@ type Lazy struct {
 	// opened, when set, readies a sandbox just opened (copy mode makes
 	// its copy); an error closes it again.
 	opened func(context.Context, sandbox.Sandbox) error
+	// kept, when set, hears the Info of the sandbox it keeps.
+	kept func(sandbox.Info)
+	// pull is set once the user took a moved tag (Reopen).
+	pull atomic.Bool
 
 	mu     sync.Mutex
 	sb     sandbox.Sandbox
@@ -33,10 +38,32 @@ var _ sandbox.Sandbox = (*Lazy)(nil)
 
 // NewLazy returns a sandbox that calls OpenSandbox(cfg) on first use.
 func NewLazy(cfg SandboxConfig) *Lazy {
-	return &Lazy{
-		open: func(ctx context.Context) (sandbox.Sandbox, error) { return OpenSandbox(ctx, cfg) },
-		info: sandbox.Info{Kind: cfg.Kind(), Workspace: cfg.Workspace, Image: cfg.Image, Copy: cfg.CopyMode()},
+	l := &Lazy{info: sandbox.Info{Kind: cfg.Kind(), Workspace: cfg.Workspace, Image: cfg.Image, Copy: cfg.CopyMode()}}
+	l.open = func(ctx context.Context) (sandbox.Sandbox, error) {
+		c := cfg
+		if l.pull.Load() {
+			c.Pull = true
+		}
+		return OpenSandbox(ctx, c)
 	}
+	return l
+}
+
+// Reopen closes the open sandbox, if any, so that the next use opens it
+// again; pull makes that open, and every later one, pull the image's tag
+// again (a tag that moved, taken).
+func (l *Lazy) Reopen(pull bool) error {
+	if pull {
+		l.pull.Store(true)
+	}
+	l.mu.Lock()
+	sb := l.sb
+	l.sb = nil
+	l.mu.Unlock()
+	if sb == nil {
+		return nil
+	}
+	return sb.Close()
 }
 
 // Get opens the sandbox if needed and returns it. While another caller
@@ -93,6 +120,9 @@ func (l *Lazy) openOnce(ctx context.Context, done chan struct{}) (sandbox.Sandbo
 	case closed:
 		sb.Close()
 		return nil, sandbox.ErrClosed
+	}
+	if l.kept != nil {
+		l.kept(sb.Info())
 	}
 	return sb, nil
 }

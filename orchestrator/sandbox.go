@@ -26,6 +26,9 @@ type SandboxConfig struct {
 	// NetworkEvents).
 	askHost      AskHostFunc
 	onConnection func(egress.Record)
+	// tagMoved hears that the image's tag moved (sandbox.Spec.TagMoved);
+	// a session publishes it as an ImageMovedEvent.
+	tagMoved func(sandbox.TagMove)
 	// DataDir keeps this project's "always" answers ("" keeps them for the
 	// process only).
 	DataDir string
@@ -87,6 +90,7 @@ func (cfg SandboxConfig) Spec() (sandbox.Spec, error) {
 		LookupEnv: cfg.LookupEnv,
 		Version:   cfg.Version,
 		Progress:  cfg.Progress,
+		TagMoved:  cfg.tagMoved,
 	}
 	spec.WorkspaceMode = sandbox.WorkspaceMount
 	if cfg.CopyMode() {

@@ -178,7 +178,10 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		}
 		s.publish(NetworkEvent{r})
 	}
+	sc.tagMoved = func(m sandbox.TagMove) { s.publish(ImageMovedEvent{m}) }
 	s.sandbox = NewLazy(sc)
+	// The record says which image the session ran, exactly.
+	s.sandbox.kept = func(info sandbox.Info) { s.book.setImage(info.Image, info.ImageDigest) }
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
@@ -494,6 +497,17 @@ func (s *Session) StartSandbox(ctx context.Context) (sandbox.Info, error) {
 		return sandbox.Info{}, err
 	}
 	return sb.Info(), nil
+}
+
+// TakeNewImage takes the image a moved tag names now (the user said yes
+// to an ImageMovedEvent): the sandbox session closes, and the sandbox
+// opens again, now, pulling the tag, on a new container. What ran in the
+// old session (background processes) ends with it.
+func (s *Session) TakeNewImage(ctx context.Context) (sandbox.Info, error) {
+	if err := s.sandbox.Reopen(true); err != nil {
+		return sandbox.Info{}, err
+	}
+	return s.StartSandbox(ctx)
 }
 
 // Network returns the connections the sandbox made so far, in the order

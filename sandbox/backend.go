@@ -49,6 +49,9 @@ type Spec struct {
 	// Notices receives what the sandbox did outside a command (when the
 	// session opens or closes); nil writes them to Progress.
 	Notices func(string)
+	// TagMoved hears, from the background check at start, that the
+	// image's tag moved on its registry; nil makes it a notice.
+	TagMoved func(TagMove)
 }
 
 // Backend is one engine sandboxes run on. A backend is one package and
@@ -232,4 +235,26 @@ func Backends() []string {
 		names = append([]string{DefaultBackend}, names...)
 	}
 	return names
+}
+
+// ImageEntry is one image in `shiro image ls`: one shiro made, or one its
+// workspaces' sandboxes run.
+type ImageEntry struct {
+	// Ref is how the image is named: the reference the sandboxes run it
+	// by, else its first tag; empty for an image without one.
+	Ref string `json:"ref"`
+	// Digest is the image exactly (Info.ImageDigest); ID its local id.
+	Digest string `json:"digest"`
+	ID     string `json:"id"`
+	Size   int64  `json:"size"`
+	// Built is set for the images shiro built (the built-in one, a
+	// project's).
+	Built bool `json:"built,omitempty"`
+	// Workspaces are the workspaces whose sandboxes run it, sorted.
+	Workspaces []string `json:"workspaces"`
+}
+
+// ImageLister is a Manager that can list images (`shiro image ls`).
+type ImageLister interface {
+	Images(ctx context.Context) ([]ImageEntry, error)
 }

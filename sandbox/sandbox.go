@@ -90,7 +90,11 @@ type Info struct {
 	Kind      string // "docker", "kubernetes" or "local"
 	Workspace string
 	Image     string
-	Container string
+	// ImageDigest is the image the sandbox runs, exactly: the registry's
+	// digest of a pulled image ("sha256:…"), or the local image id of one
+	// that came from no registry (a build). Empty when not known.
+	ImageDigest string
+	Container   string
 	// Helper is the path of shiro's helper inside the sandbox, for
 	// commands that run it (copy mode's file tools); empty on the host.
 	Helper string

@@ -21,6 +21,10 @@ type Settings struct {
 	// ImageFromProject says Image comes from the project file: the paths
 	// it names must stay inside the workspace.
 	ImageFromProject bool
+	// Pull pulls an image reference's tag again even when the engine has
+	// it (--pull): the way to take a tag that moved on its registry. A
+	// reference pinned by digest is never pulled again.
+	Pull bool
 	// Network is ask (the default), open or none ("bridge" is read as
 	// open).
 	Network string

@@ -44,6 +44,12 @@ type Record struct {
 	// Todos is the session's task list, kept as the todo tool wrote it.
 	Todos    json.RawMessage `json:"todos,omitempty"`
 	Messages []llm.Message   `json:"messages"`
+	// Image is the image the session's sandbox ran, as set (a reference,
+	// or the local image shiro built), and ImageDigest the image exactly
+	// (sandbox.Info.ImageDigest): the registry's digest, or the local
+	// image id of a build. A resumed session's record holds its last run's.
+	Image       string `json:"image,omitempty"`
+	ImageDigest string `json:"imageDigest,omitempty"`
 	// Network lists every connection the sandbox made through the egress
 	// proxy (ask mode), across the runs of the session.
 	Network []egress.Record `json:"network,omitempty"`

@@ -65,6 +65,9 @@ type Session interface {
 	Offered() []orchestrator.OfferedTool
 	// StartSandbox opens the sandbox (a prompt sent meanwhile waits for it).
 	StartSandbox(ctx context.Context) (sandbox.Info, error)
+	// TakeNewImage opens the sandbox again on the image a moved tag names
+	// now (a yes to an ImageMovedEvent).
+	TakeNewImage(ctx context.Context) (sandbox.Info, error)
 	// Compact replaces the history with a model-written summary.
 	Compact(ctx context.Context) (before, after int, err error)
 	// Todos is the task list (the task panel, /todos).
@@ -124,6 +127,9 @@ func (plainSession) Apply(context.Context, workcopy.Changes, []string) (workcopy
 	return workcopy.Applied{}, orchestrator.ErrNotCopyMode
 }
 func (plainSession) Checkpoints() *checkpoint.Store { return nil }
+func (plainSession) TakeNewImage(context.Context) (sandbox.Info, error) {
+	return sandbox.Info{}, errors.New("this session cannot change its image")
+}
 func (plainSession) PlanUndo(context.Context, int) (*orchestrator.UndoPlan, error) {
 	return nil, orchestrator.ErrNoCheckpoints
 }
@@ -277,6 +283,9 @@ func (a *App) Events(e orchestrator.Event) {
 	case orchestrator.NoticeEvent:
 		a.Notice(e.Text)
 	case orchestrator.ProgressEvent:
+		if e.Total != nil {
+			a.post(totalMsg{total: *e.Total})
+		}
 		a.progress.Write([]byte(e.Text))
 	case orchestrator.TodosEvent:
 		a.post(todosMsg{items: e.Items})
@@ -284,6 +293,8 @@ func (a *App) Events(e orchestrator.Event) {
 		a.post(subagentMsg{ev: e.SubagentEvent})
 	case orchestrator.SaveErrorEvent:
 		a.post(noticeMsg{text: "saving the session failed: " + e.Err.Error()})
+	case orchestrator.ImageMovedEvent:
+		a.post(imageMovedMsg{move: e.TagMove})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +67,8 @@ type fakeSession struct {
 	mcp           []mcp.ServerStatus
 
 	network []egress.Record // overrides plainSession's none
+	// newImages counts TakeNewImage calls.
+	newImages atomic.Int32
 	// copyFiles, when set, is the sandbox's copy (copy mode): the
 	// session's files by path.
 	copyFiles map[string]string
@@ -143,6 +146,11 @@ func (s *fakeSession) SetThinking(level string) error {
 	return nil
 }
 func (s *fakeSession) Offered() []orchestrator.OfferedTool { return s.offered }
+func (s *fakeSession) TakeNewImage(context.Context) (sandbox.Info, error) {
+	s.newImages.Add(1)
+	return sandbox.Info{Kind: "docker", Image: "registry.test/team/dev:1"}, nil
+}
+
 func (s *fakeSession) StartSandbox(ctx context.Context) (sandbox.Info, error) {
 	if s.start != nil {
 		return s.start(ctx)

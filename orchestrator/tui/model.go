@@ -92,8 +92,11 @@ type sandboxBox struct {
 	image    string
 	phase    string // starting, building, ready, failed, host
 	progress string
-	info     sandbox.Info
-	err      string
+	// total is how far the image's pull or build has come, for the
+	// status line; nil when none is under way.
+	total *sandbox.Total
+	info  sandbox.Info
+	err   string
 }
 
 // fileIndex is the @ picker's list of files, walked on first use.
@@ -220,6 +223,17 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.dropHostAsk(msg.id)
 	case approvalGoneMsg:
 		m.dropApproval(msg.id)
+		return nil
+	case imageMovedMsg:
+		return m.rt.askNewImage(msg.move)
+	case totalMsg:
+		if m.box.phase == "starting" || m.box.phase == "building" {
+			t := msg.total
+			m.box.total = &t
+			if t.Build {
+				m.box.phase = "building"
+			}
+		}
 		return nil
 	case progressMsg:
 		if m.box.phase == "starting" || m.box.phase == "building" {
@@ -358,7 +372,7 @@ func (m *Model) sandboxReady(msg sandboxMsg) {
 		}
 		return
 	}
-	m.box.phase, m.box.info, m.box.progress = "ready", msg.info, ""
+	m.box.phase, m.box.info, m.box.progress, m.box.total = "ready", msg.info, "", nil
 	if msg.info.Kind == "local" {
 		m.box.phase = "host"
 	}

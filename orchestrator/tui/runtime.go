@@ -65,6 +65,8 @@ type (
 	}
 	approvalGoneMsg struct{ id string }
 	progressMsg     struct{ line string }
+	totalMsg        struct{ total sandbox.Total }
+	imageMovedMsg   struct{ move sandbox.TagMove }
 	noticeMsg       struct{ text string }
 	sandboxMsg      struct {
 		info sandbox.Info
@@ -123,6 +125,34 @@ func (rt *runtime) startSandbox() tea.Cmd {
 	return func() tea.Msg {
 		rt.jobs.Go(func() {
 			info, err := rt.sess.StartSandbox(rt.ctx)
+			rt.app.post(sandboxMsg{info: info, err: err})
+		})
+		return nil
+	}
+}
+
+// Answers to the question a moved tag asks.
+const (
+	newImageYes = "yes: pull it and restart the sandbox on it"
+	newImageNo  = "no: keep the image the sandbox runs"
+)
+
+// askNewImage asks whether to take the image a moved tag names now, and
+// on a yes opens the sandbox again on it. What ran in the sandbox's
+// session ends with it.
+func (rt *runtime) askNewImage(m sandbox.TagMove) tea.Cmd {
+	return func() tea.Msg {
+		rt.jobs.Go(func() {
+			q := sessiontools.Question{
+				Text:    m.Notice() + ", or answer yes here. Use the new image now? (the sandbox's session restarts)",
+				Options: []sessiontools.AskOption{{Label: newImageYes}, {Label: newImageNo}},
+			}
+			ans, err := rt.app.ask(rt.ctx, q)
+			if err != nil || len(ans) == 0 || ans[0] != newImageYes {
+				return
+			}
+			rt.app.post(noticeMsg{text: "pulling " + m.Ref + " and restarting the sandbox on it"})
+			info, err := rt.sess.TakeNewImage(rt.ctx)
 			rt.app.post(sandboxMsg{info: info, err: err})
 		})
 		return nil

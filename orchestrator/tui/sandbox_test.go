@@ -7,8 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 func TestSandboxStateInTheHeader(t *testing.T) {
@@ -73,5 +76,60 @@ func TestOnboardingAnswersAreSaved(t *testing.T) {
 	}
 	if got := maskKey("sk-local-key"); got != "sk-l...-key" {
 		t.Errorf("masked %q", got)
+	}
+}
+
+func TestStatusLineShowsThePullAndBuildTotals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 140)
+	f.m.box = sandboxBox{image: "registry.test/team/dev:1", phase: "starting"}
+	f.app.Events(orchestrator.ProgressEvent{Total: &sandbox.Total{Done: 2_600_000, Of: 5_000_000}})
+	f.send(<-f.app.pump)
+	if got := f.m.statusView(140); !strings.Contains(got, "sandbox starting, pull 52% 2.6MB/5.0MB") {
+		t.Errorf("pull total not on the status line: %q", got)
+	}
+	f.app.Events(orchestrator.ProgressEvent{Total: &sandbox.Total{Build: true, Done: 2, Of: 5}})
+	f.send(<-f.app.pump)
+	if got := f.m.statusView(140); !strings.Contains(got, "sandbox building, step 3/5") {
+		t.Errorf("build total not on the status line: %q", got)
+	}
+	f.send(sandboxMsg{info: sandbox.Info{Kind: "docker"}})
+	if got := f.m.statusView(140); strings.Contains(got, "step") || !strings.Contains(got, "sandbox ready") {
+		t.Errorf("the total outlived the start: %q", got)
+	}
+}
+
+func TestAMovedTagAsksAndAYesTakesTheNewImage(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		keys   []tea.KeyMsg
+		wanted int32
+	}{
+		{"yes takes it", []tea.KeyMsg{key(enter)}, 1},
+		{"no keeps the image", []tea.KeyMsg{key(down), key(enter)}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 160)
+			l := f.loop()
+			move := sandbox.TagMove{Ref: "registry.test/team/dev:1", Old: "sha256:aaaaaaaaaaaaaaaa", New: "sha256:bbbbbbbbbbbbbbbb"}
+			f.app.Events(orchestrator.ImageMovedEvent{TagMove: move})
+			l.until("the question", func(m *Model) bool { return m.ask != nil })
+			if v := f.view(); !strings.Contains(v, "moved on its registry") || !strings.Contains(v, "aaaaaaaaaaaa") {
+				t.Errorf("the question does not say what moved:\n%s", v)
+			}
+			for _, k := range c.keys {
+				l.key(k)
+			}
+			l.until("the answer", func(m *Model) bool { return m.ask == nil })
+			if c.wanted == 1 {
+				l.until("the new image", func(m *Model) bool { return f.sess.newImages.Load() == 1 && m.box.phase == "ready" })
+			}
+			l.cmds.Wait()
+			if got := f.sess.newImages.Load(); got != c.wanted {
+				t.Errorf("TakeNewImage ran %d times, want %d", got, c.wanted)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools"
 )
 
@@ -299,6 +300,9 @@ func (m *Model) statusView(w int) string {
 	if m.box.phase == "ready" && m.cfg.Sandbox.Network == config.NetworkNone {
 		sb += ", no network"
 	}
+	if t := m.box.total; t != nil && (m.box.phase == "starting" || m.box.phase == "building") {
+		sb += ", " + totalText(*t)
+	}
 	right := m.st.status.Render(sb)
 	if m.box.phase == "failed" {
 		right = m.st.errText.Render(sb)
@@ -320,6 +324,33 @@ func (m *Model) statusView(w int) string {
 	}
 	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "" })
 	return cut(m.st.status.Render(strings.Join(parts, "  ")+"  ")+right, w)
+}
+
+// totalText is a pull's or a build's total on the status line: "pull
+// 52% 2.6MB/5.0MB", "step 3/5".
+func totalText(t sandbox.Total) string {
+	if t.Build {
+		return fmt.Sprintf("step %d/%d", min(t.Done+1, t.Of), t.Of)
+	}
+	pct := int64(0)
+	if t.Of > 0 {
+		pct = t.Done * 100 / t.Of
+	}
+	return fmt.Sprintf("pull %d%% %s/%s", pct, humanBytes(t.Done), humanBytes(t.Of))
+}
+
+// humanBytes shows a byte count in B, kB, MB or GB (powers of 1000, as
+// registries count).
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fGB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fMB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fkB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%dB", n)
 }
 
 // busyView shows the running turn: reasoning, tools, output, spinner, in

@@ -53,14 +53,33 @@ func (backend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, er
 	}
 	img, err := eng.resolveSpecImage(ctx, spec, false)
 	if err == nil {
+		// Whether the tag moved is asked beside the start, never before it.
+		stop := func() {}
+		if tagChecked(img) {
+			stop = watchTag(ctx, eng.api, img.Ref, tagAuth, tagMovedFunc(spec))
+		}
 		var sb *Sandbox
 		if sb, err = eng.Open(ctx, img, Options{Spec: spec}); err == nil {
-			return &ownedEngine{Sandbox: sb, eng: eng, done: done}, nil
+			return &ownedEngine{Sandbox: sb, eng: eng, done: done, stopCheck: stop}, nil
 		}
+		stop()
 	}
 	eng.Close()
 	done()
 	return nil, err
+}
+
+// tagMovedFunc is where spec hears of a moved tag: TagMoved, else a
+// notice (Notices, else Progress).
+func tagMovedFunc(spec sandbox.Spec) func(sandbox.TagMove) {
+	switch {
+	case spec.TagMoved != nil:
+		return spec.TagMoved
+	case spec.Notices != nil:
+		return func(m sandbox.TagMove) { spec.Notices(m.Notice()) }
+	}
+	progress := cmp.Or[io.Writer](spec.Progress, io.Discard)
+	return func(m sandbox.TagMove) { fmt.Fprintf(progress, "[notice] %s\n", m.Notice()) }
 }
 
 // openedWorkspace is spec's workspace, open: spec.Opened, or Workspace
@@ -104,6 +123,7 @@ func (e *Engine) resolveSpecImage(ctx context.Context, spec sandbox.Spec, noBuil
 		Root:        spec.Opened.Root(),
 		FromProject: spec.ImageFromProject,
 		NoPull:      noBuild,
+		Pull:        spec.Pull,
 		Progress:    progress,
 		Build:       BuildLimits{Network: spec.Network, Memory: spec.Memory, CPUs: spec.CPUs},
 	})
@@ -115,9 +135,12 @@ type ownedEngine struct {
 	*Sandbox
 	eng  *Engine
 	done func()
+	// stopCheck ends the tag check if it is still asking.
+	stopCheck func()
 }
 
 func (o *ownedEngine) Close() error {
+	o.stopCheck()
 	err := o.Sandbox.Close()
 	o.eng.Close()
 	o.done()

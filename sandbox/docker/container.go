@@ -59,6 +59,8 @@ type ctr struct {
 	spec containerSpec
 	// path is the image's PATH (empty when it sets none).
 	path string
+	// digest is the image exactly (imageDigest).
+	digest string
 }
 
 // containerPlan is what shiro would create for a session: the check a
@@ -184,7 +186,7 @@ func (e *Engine) ensureContainer(ctx context.Context, opts Options, helper helpe
 		return ctr{}, fmt.Errorf("inspect image %s: %w", opts.Image, err)
 	}
 	p := e.plan(opts, img.ID, wsID, git, helper)
-	c := ctr{name: p.name, spec: p.spec}
+	c := ctr{name: p.name, spec: p.spec, digest: imageDigest(opts.Image, img.ID, img.RepoDigests)}
 	if img.Config != nil {
 		c.path = envValue(img.Config.Env, "PATH")
 	}

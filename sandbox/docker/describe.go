@@ -53,8 +53,11 @@ func (e *Engine) Info(ctx context.Context) (EngineInfo, error) {
 
 // ImageDescription says what an image is and where it came from.
 type ImageDescription struct {
-	Ref     string
-	ID      string
+	Ref string
+	ID  string
+	// Digest is the image exactly (Info.ImageDigest): the registry's
+	// digest of a pulled image, else its id.
+	Digest  string
 	Created time.Time
 	// Builtin is set for the default image (images.Tag()).
 	Builtin bool
@@ -73,7 +76,7 @@ func (e *Engine) DescribeImage(ctx context.Context, ref string) (ImageDescriptio
 	if err != nil {
 		return ImageDescription{}, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	d := ImageDescription{Ref: ref, ID: img.ID, Builtin: ref == images.Tag()}
+	d := ImageDescription{Ref: ref, ID: img.ID, Digest: imageDigest(ref, img.ID, img.RepoDigests), Builtin: ref == images.Tag()}
 	d.Created, _ = time.Parse(time.RFC3339Nano, img.Created)
 	d.Offline = strings.Contains(img.Comment, "debootstrap")
 	if img.Config != nil {
@@ -103,5 +106,10 @@ func (d ImageDescription) String() string {
 	if len(id) > 12 {
 		id = id[:12]
 	}
-	return fmt.Sprintf("%s (%s), %s", d.Ref, id, from)
+	out := fmt.Sprintf("%s (%s), %s", d.Ref, id, from)
+	if d.Digest != "" && d.Digest != d.ID {
+		// A registry's digest is what a project pins: ref@digest.
+		out += ", digest " + d.Digest
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // ImageAPI is the part of the Docker Engine client the image functions use.
@@ -256,6 +257,7 @@ func decodeImageStream(r io.Reader, w io.Writer) error {
 		step    string // the current "Step n/m : INSTRUCTION" line
 		status  = map[string]string{}
 		bucket  = map[string]int{} // layer+status → the quarter last shown
+		total   = newTotals(w)
 	)
 	for {
 		var m imageStreamMessage
@@ -279,10 +281,16 @@ func decodeImageStream(r io.Reader, w io.Writer) error {
 			for _, line := range lines {
 				if strings.HasPrefix(line, "Step ") {
 					step = strings.TrimSpace(line)
+					total.step(step)
 				}
 			}
 			pending = lines[len(lines)-1]
 		case m.Status != "":
+			if m.Progress != nil {
+				total.layer(m.ID, m.Status, m.Progress.Current, m.Progress.Total)
+			} else {
+				total.layer(m.ID, m.Status, 0, 0)
+			}
 			if m.Progress != nil && (m.Progress.Current > 0 || m.Progress.Total > 0) {
 				// A bar per layer, a line each quarter of the way: enough
 				// to see a pull move without flooding a log.
@@ -461,6 +469,16 @@ func (f *progressFanout) attach(w io.Writer) (detach func()) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(f.ws, id)
+	}
+}
+
+// Total implements sandbox.TotalWriter: every caller whose writer takes
+// totals gets it.
+func (f *progressFanout) Total(t sandbox.Total) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.ws {
+		sandbox.ReportTotal(w, t)
 	}
 }
 

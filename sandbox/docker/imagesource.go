@@ -82,6 +82,9 @@ type ImageRequest struct {
 	// NoPull leaves a missing image reference missing instead of pulling
 	// it (`shiro doctor` only looks).
 	NoPull bool
+	// Pull pulls a reference's tag even when the engine has it (--pull);
+	// a reference pinned by digest is exact and is not pulled again.
+	Pull bool
 	// Progress receives build and pull progress; nil discards it.
 	Progress io.Writer
 	// Credentials finds the registry credentials of pulls and of a build's
@@ -291,8 +294,21 @@ func ClassifyImage(spec string) (ImageKind, string) { return sandbox.ClassifyIma
 // progress. It reports whether it pulled.
 func ensureReference(ctx context.Context, api resolveAPI, ref string, req ImageRequest) (bool, error) {
 	ok, err := imageExists(ctx, api, ref)
-	if err != nil || ok {
+	if err != nil {
 		return false, err
+	}
+	if ok && req.Pull && !req.NoPull && !pinned(ref) && ref != images.Tag() {
+		fmt.Fprintf(req.Progress, "pulling %s (--pull)\n", ref)
+		if err := pullImage(ctx, api, ref, req.Progress, req.Credentials); err != nil {
+			// The engine's copy still runs: --pull asks for news, not
+			// for a start that fails offline.
+			fmt.Fprintf(req.Progress, "[notice] pulling %s failed (%v); the local image is used\n", ref, err)
+			return false, nil
+		}
+		return true, nil
+	}
+	if ok {
+		return false, nil
 	}
 	if ref == images.Tag() {
 		return false, &MissingImageError{Image: ref}

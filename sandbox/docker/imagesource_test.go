@@ -206,6 +206,19 @@ func TestResolveReference(t *testing.T) {
 			wantErr:   "image team/image:3: it is not present locally and pulling it failed (Get \"https://registry-1.docker.io/v2/\": dial tcp: no such host). Build it (`docker build -t team/image:3 DIR`), load it (`docker load -i FILE.tar`), or point --image at a Dockerfile",
 		},
 		{name: "NoPull only looks", eng: newFakeEngine(), req: ImageRequest{Spec: "x:1", NoPull: true}, wantErr: "image x:1: it is not present locally. Build it"},
+		{name: "a missing digest-pinned image is pulled by its digest", eng: newFakeEngine(), req: ImageRequest{Spec: "golang@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}, wantPulls: 1},
+		{name: "--pull pulls a present tag again", eng: newFakeEngine("golang:1.22"), req: ImageRequest{Spec: "golang:1.22", Pull: true}, wantPulls: 1},
+		{
+			name: "--pull leaves a digest-pinned image alone",
+			eng:  newFakeEngine("golang@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+			req:  ImageRequest{Spec: "golang@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Pull: true},
+		},
+		{
+			name:      "--pull offline runs the local image",
+			eng:       &fakeEngine{images: map[string]bool{"team/image:3": true}, pullErr: `{"error":"dial tcp: no such host"}`},
+			req:       ImageRequest{Spec: "team/image:3", Pull: true},
+			wantPulls: 1,
+		},
 		{name: "the default image is never pulled", eng: newFakeEngine(), req: ImageRequest{Spec: images.Tag()}, wantErr: "shiro image build"},
 		{name: "not a reference", eng: newFakeEngine(), req: ImageRequest{Spec: "Not A Ref"}, wantErr: "neither an image reference nor a path"},
 	}
@@ -223,6 +236,11 @@ func TestResolveReference(t *testing.T) {
 			}
 			if len(tc.eng.pulls) != tc.wantPulls {
 				t.Errorf("%d pulls, want %d", len(tc.eng.pulls), tc.wantPulls)
+			}
+			for _, p := range tc.eng.pulls {
+				if p != tc.req.Spec {
+					t.Errorf("pulled %q, want exactly %q", p, tc.req.Spec)
+				}
 			}
 		})
 	}

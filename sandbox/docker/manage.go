@@ -17,13 +17,15 @@ import (
 
 // ContainerInfo describes one managed container for `shiro sandbox ls`.
 type ContainerInfo struct {
-	Workspace string    `json:"workspace"`
-	Container string    `json:"container"`
-	ID        string    `json:"id"`
-	Image     string    `json:"image"`
-	State     string    `json:"state"`
-	Created   time.Time `json:"created"`
-	LastUsed  time.Time `json:"lastUsed,omitzero"`
+	Workspace string `json:"workspace"`
+	Container string `json:"container"`
+	ID        string `json:"id"`
+	Image     string `json:"image"`
+	// ImageID is the local image the container runs.
+	ImageID  string    `json:"imageId,omitempty"`
+	State    string    `json:"state"`
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"lastUsed,omitzero"`
 	// Orphaned is set when the workspace directory no longer exists.
 	Orphaned bool `json:"orphaned,omitempty"`
 }
@@ -47,6 +49,7 @@ func (e *Engine) List(ctx context.Context, ws string) ([]ContainerInfo, error) {
 			Workspace: c.Labels[LabelWorkspace],
 			ID:        c.ID,
 			Image:     c.Labels[LabelImage],
+			ImageID:   c.ImageID,
 			State:     string(c.State),
 			Created:   time.Unix(c.Created, 0),
 		}

@@ -359,7 +359,7 @@ func (r execRunner) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Resul
 func (s *Sandbox) Info() sandbox.Info {
 	s.conn.Lock()
 	defer s.conn.Unlock()
-	return sandbox.Info{Kind: sandbox.BackendDocker, Workspace: s.opts.Workspace, Image: s.opts.Image, Container: s.c.name, Helper: s.helper.helperPath(), Copy: s.opts.copyMode(), Engine: s.e.host, Place: "the Docker engine at " + s.e.host}
+	return sandbox.Info{Kind: sandbox.BackendDocker, Workspace: s.opts.Workspace, Image: s.opts.Image, ImageDigest: s.c.digest, Container: s.c.name, Helper: s.helper.helperPath(), Copy: s.opts.copyMode(), Engine: s.e.host, Place: "the Docker engine at " + s.e.host}
 }
 
 // ContainerID is the id of the container the session last used.

@@ -20,7 +20,7 @@ type ImageOptions struct {
 func NewCmdImage(f *Factory, sf *SandboxFlags, runF func(*ImageOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
-		Short: "Build the default sandbox image",
+		Short: "Build, pull and list sandbox images",
 		Args:  cobra.NoArgs,
 	}
 	opts := &ImageOptions{}
@@ -56,6 +56,6 @@ By default the Dockerfile is built, and when its base image cannot be pulled
 	build.Flags().BoolVar(&opts.Offline, "offline", false, "make the image from Debian packages (debootstrap), without pulling a base image")
 	build.Flags().BoolVar(&opts.Online, "online", false, "only build the Dockerfile (no offline fallback)")
 	build.Flags().BoolVar(&opts.IfMissing, "if-missing", false, "do nothing when the image is already present")
-	cmd.AddCommand(build, newCmdImagePull(f, sf, nil))
+	cmd.AddCommand(build, newCmdImagePull(f, sf, nil), newCmdImageLs(f, sf))
 	return cmd
 }

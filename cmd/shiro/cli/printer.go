@@ -82,6 +82,10 @@ func (p *headlessPrinter) sessionEvent(e orchestrator.Event) {
 		p.mu.Lock()
 		fmt.Fprint(p.errOut, e.Text)
 		p.mu.Unlock()
+	case orchestrator.ImageMovedEvent:
+		p.mu.Lock()
+		fmt.Fprintf(p.errOut, "[notice] %s\n", e.Notice())
+		p.mu.Unlock()
 	case orchestrator.SaveErrorEvent:
 		p.mu.Lock()
 		fmt.Fprintf(p.errOut, "[notice] saving the session failed: %v\n", e.Err)

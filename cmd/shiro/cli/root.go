@@ -26,6 +26,8 @@ type SandboxFlags struct {
 	Pids      int64
 	Network   string
 	Idle      time.Duration
+	// Pull pulls the image's tag again (sandbox.Settings.Pull).
+	Pull bool
 	// Backend, Workspace, KubeContext, Namespace and StorageClass choose where the
 	// sandbox runs and how it holds the workspace.
 	Backend, Workspace, KubeContext, Namespace, StorageClass string
@@ -47,6 +49,7 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	s.flags = fl
 	fl.BoolVar(&s.NoSandbox, "no-sandbox", false, "run commands on the host instead of in a container (no isolation)")
 	fl.StringVar(&s.Image, "image", "", "sandbox image: an image reference, a path to a Dockerfile or devcontainer.json, or \"devcontainer\"; default the built-in image")
+	fl.BoolVar(&s.Pull, "pull", false, "pull the --image tag again even when the engine has it (take a tag that moved on its registry)")
 	fl.StringArrayVar(&s.Env, "env", nil, "pass an environment variable into the sandbox: NAME (value from the host) or NAME=value; repeatable")
 	fl.StringVar(&s.Memory, "memory", "", "sandbox memory limit, e.g. 4g or 512m (default 4g)")
 	fl.Float64Var(&s.CPUs, "cpus", 0, "sandbox CPU limit (default 2)")
@@ -200,7 +203,7 @@ func (f *Factory) sandboxConfig(cfg config.Config, paths config.Paths, ws string
 		LookupEnv: f.LookupEnv,
 	}
 	if sf != nil {
-		sc.Idle = sf.Idle
+		sc.Idle, sc.Pull = sf.Idle, sf.Pull
 	}
 	return sc
 }
