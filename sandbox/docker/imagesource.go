@@ -89,6 +89,15 @@ type ImageRequest struct {
 	// zero meaning the sandbox defaults. The classic builder has no process
 	// limit.
 	Build BuildLimits
+	// Secrets are the user's build secrets, served to BuildKit builds
+	// through the build's session; LookupEnv reads the variables they
+	// name (default os.LookupEnv).
+	Secrets   []sandbox.BuildSecret
+	LookupEnv func(string) (string, bool)
+	// Auth gives the credentials for a registry host that a BuildKit
+	// build's FROM pulls from; empty user and secret mean none. Nil sends
+	// none.
+	Auth func(host string) (user, secret string, err error)
 }
 
 // BuildLimits are the network and resources a project build gets.
@@ -390,6 +399,17 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			return "", false, err
 		}
 	}
+	builder := chooseBuilder(ctx, api)
+	notice, err := scanDockerfile(df).check(builder)
+	if err != nil {
+		return "", false, fmt.Errorf("build the image from %s: %w", bs.source, err)
+	}
+	if notice != "" {
+		fmt.Fprintf(req.Progress, "[notice] %s\n", notice)
+	}
+	if len(req.Secrets) > 0 && !builder.buildkit {
+		fmt.Fprintf(req.Progress, "[notice] the engine has no BuildKit: the build secrets are not given to the classic builder\n")
+	}
 	built := false
 	err = builds.do(ctx, tag, req.Progress, func(ctx context.Context, progress io.Writer) error {
 		// Another process may have finished the same build meanwhile.
@@ -426,6 +446,26 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			Version:     build.BuilderV1,
 		}
 		req.Build.apply(&opts)
+		var redact func(string) string
+		if builder.buildkit {
+			lookup := req.LookupEnv
+			if lookup == nil {
+				lookup = os.LookupEnv
+			}
+			secrets, err := readBuildSecrets(req.Secrets, lookup)
+			if err != nil {
+				return err
+			}
+			redact = redactor(secrets)
+			sess, err := startBuildSession(ctx, api.(sessionAPI), secrets, req.Auth)
+			if err != nil {
+				return err
+			}
+			defer sess.close()
+			opts.Version = build.BuilderBuildKit
+			opts.SessionID = sess.id()
+			fmt.Fprintf(progress, "building with BuildKit\n")
+		}
 		fmt.Fprintf(progress, "build limits: network %s, memory %s, %g CPUs (RUN steps run as root inside the build)\n",
 			opts.NetworkMode, formatBytes(opts.Memory), float64(opts.CPUQuota)/float64(opts.CPUPeriod))
 		// A failed or cancelled build leaves no tag behind: the classic
@@ -444,7 +484,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 		if err != nil {
 			return fmt.Errorf("start build: %w", err)
 		}
-		err = decodeImageStream(res.Body, progress)
+		err = decodeBuildStream(res.Body, progress, redact)
 		res.Body.Close()
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
@@ -483,7 +523,7 @@ func explainBuildError(err error, opts client.ImageBuildOptions) error {
 		return err
 	}
 	switch {
-	case strings.Contains(be.Message, "non-zero code: 137"):
+	case strings.Contains(be.Message, "non-zero code: 137"), strings.Contains(be.Message, "exit code: 137"):
 		be.Message += fmt.Sprintf(" — the step was killed: it most likely ran past the build's memory limit of %s (the session's --memory / sandbox.memory)", formatBytes(opts.Memory))
 	case opts.NetworkMode == "none":
 		be.Message += " — the build has no network (a build gets one only with --network open)"
