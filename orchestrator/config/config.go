@@ -179,6 +179,9 @@ type Overrides struct {
 	StorageClass  *string
 	// Env is appended to the configured entries.
 	Env []string
+	// BuildSecrets are --build-secret entries, added to
+	// sandbox.buildSecrets.
+	BuildSecrets []string
 	// AllowHosts are --allow-host patterns, added to network.allow.
 	AllowHosts []string
 }
