@@ -464,10 +464,16 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			defer sess.close()
 			opts.Version = build.BuilderBuildKit
 			opts.SessionID = sess.id()
-			fmt.Fprintf(progress, "building with BuildKit\n")
+			// BuildKit names the engine's default network "default".
+			shown := opts.NetworkMode
+			if opts.NetworkMode == "bridge" {
+				opts.NetworkMode = "default"
+			}
+			fmt.Fprintf(progress, "building with BuildKit; build limits: network %s (the engine's BuildKit applies no memory or CPU limit to RUN steps, which run as root inside the build)\n", shown)
+		} else {
+			fmt.Fprintf(progress, "build limits: network %s, memory %s, %g CPUs (RUN steps run as root inside the build)\n",
+				opts.NetworkMode, formatBytes(opts.Memory), float64(opts.CPUQuota)/float64(opts.CPUPeriod))
 		}
-		fmt.Fprintf(progress, "build limits: network %s, memory %s, %g CPUs (RUN steps run as root inside the build)\n",
-			opts.NetworkMode, formatBytes(opts.Memory), float64(opts.CPUQuota)/float64(opts.CPUPeriod))
 		// A failed or cancelled build leaves no tag behind: the classic
 		// builder tags last, but a cancel can land just after it.
 		defer func() {
@@ -523,7 +529,7 @@ func explainBuildError(err error, opts client.ImageBuildOptions) error {
 		return err
 	}
 	switch {
-	case strings.Contains(be.Message, "non-zero code: 137"), strings.Contains(be.Message, "exit code: 137"):
+	case strings.Contains(be.Message, "non-zero code: 137") && opts.Version != build.BuilderBuildKit:
 		be.Message += fmt.Sprintf(" — the step was killed: it most likely ran past the build's memory limit of %s (the session's --memory / sandbox.memory)", formatBytes(opts.Memory))
 	case opts.NetworkMode == "none":
 		be.Message += " — the build has no network (a build gets one only with --network open)"
