@@ -51,6 +51,14 @@ type Spec struct {
 	Notices func(string)
 }
 
+// ProgressTotals is what a Spec.Progress writer implements to get the
+// totals of an image build or pull as numbers, beside its lines: what is
+// "build" or "pull", done and total count its steps (a build's steps, a
+// pull's layers). The total may grow as the engine finds more to do.
+type ProgressTotals interface {
+	ProgressTotals(what string, done, total int)
+}
+
 // Backend is one engine sandboxes run on. A backend is one package and
 // one Register call; --backend, the sandbox.backend key, `shiro sandbox`,
 // `shiro image` and doctor find it here by name.

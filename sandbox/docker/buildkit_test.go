@@ -1,11 +1,18 @@
 package docker
 
 import (
+	"context"
 	"errors"
+	"net"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/moby/buildkit/session/auth"
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/client"
+
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 func TestScanDockerfile(t *testing.T) {
@@ -105,4 +112,69 @@ func TestRedactor(t *testing.T) {
 	if redactor(map[string][]byte{"a": []byte("  ")}) != nil {
 		t.Error("a blank secret makes a redactor")
 	}
+}
+
+// buildkitEngine is a fake engine whose ping says BuildKit (Docker
+// 20.10's API) and whose /session endpoint is not there.
+type buildkitEngine struct{ *fakeEngine }
+
+func (buildkitEngine) Ping(context.Context, client.PingOptions) (client.PingResult, error) {
+	return client.PingResult{APIVersion: "1.41", OSType: "linux"}, nil
+}
+
+func (buildkitEngine) DialHijack(context.Context, string, string, map[string][]string) (net.Conn, error) {
+	return nil, errors.New("no session endpoint in the fake")
+}
+
+func TestResolveDockerfileBuildsWithBuildKit(t *testing.T) {
+	t.Parallel()
+	stream, err := os.ReadFile("testdata/buildkit-stream.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a build asks for BuildKit with a session, and its totals reach the caller", func(t *testing.T) {
+		t.Parallel()
+		ws := t.TempDir()
+		writeTree(t, ws, map[string]string{"Dockerfile": "FROM x AS base\nRUN --mount=type=cache,target=/c true\nFROM x\nCOPY --from=base /a /a\n"})
+		eng := buildkitEngine{newFakeEngine()}
+		eng.buildOut, eng.tagOnError = string(stream), true
+		var progress countingWriter
+		req := ImageRequest{Spec: "Dockerfile", Workspace: ws, Root: openRoot(t, ws), Progress: &progress,
+			Secrets: []sandbox.BuildSecret{{ID: "tok", Env: "TOK"}}, LookupEnv: func(string) (string, bool) { return "v", true }}
+		if _, err := resolveImage(t.Context(), eng, req, &imageBuilds{}); err != nil {
+			t.Fatal(err)
+		}
+		b := eng.builds[0]
+		if b.Version != build.BuilderBuildKit || b.SessionID == "" || b.NetworkMode != "none" {
+			t.Errorf("build options: version %q, session %q, network %q", b.Version, b.SessionID, b.NetworkMode)
+		}
+		if progress.what != "build" || progress.total == 0 || progress.done != progress.total {
+			t.Errorf("totals = %q %d/%d", progress.what, progress.done, progress.total)
+		}
+		if !strings.Contains(progress.String(), "] RUN --mount=type=cache") {
+			t.Errorf("progress:\n%s", progress.String())
+		}
+	})
+	t.Run("a heredoc is refused before anything is built", func(t *testing.T) {
+		t.Parallel()
+		ws := t.TempDir()
+		writeTree(t, ws, map[string]string{"Dockerfile": "FROM x\nRUN <<EOF\ntrue\nEOF\n"})
+		eng := buildkitEngine{newFakeEngine()}
+		_, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "Dockerfile", Workspace: ws, Root: openRoot(t, ws)}, &imageBuilds{})
+		if !errors.Is(err, ErrDockerfileFeature) || len(eng.builds) != 0 {
+			t.Errorf("err = %v, %d builds", err, len(eng.builds))
+		}
+	})
+	t.Run("a secret whose variable is unset fails the build, naming it", func(t *testing.T) {
+		t.Parallel()
+		ws := t.TempDir()
+		writeTree(t, ws, map[string]string{"Dockerfile": "FROM x\n"})
+		eng := buildkitEngine{newFakeEngine()}
+		req := ImageRequest{Spec: "Dockerfile", Workspace: ws, Root: openRoot(t, ws),
+			Secrets: []sandbox.BuildSecret{{ID: "tok", Env: "NOPE"}}, LookupEnv: func(string) (string, bool) { return "", false }}
+		_, err := resolveImage(t.Context(), eng, req, &imageBuilds{})
+		if err == nil || !strings.Contains(err.Error(), "build secret tok: environment variable NOPE is not set") || len(eng.builds) != 0 {
+			t.Errorf("err = %v, %d builds", err, len(eng.builds))
+		}
+	})
 }

@@ -10,26 +10,20 @@ import (
 
 	controlapi "github.com/moby/buildkit/api/services/control"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // buildkitTraceID is the id of the stream messages whose aux is a
 // BuildKit status (a base64 protobuf control.StatusResponse).
 const buildkitTraceID = "moby.buildkit.trace"
 
-// ProgressTotals is what a Progress writer implements to get the totals
-// of a build or a pull as numbers, beside the lines: what is "build" or
-// "pull", done and total count its steps (a build's vertexes, a pull's
-// layers). The total may grow as the engine finds more to do.
-type ProgressTotals interface {
-	ProgressTotals(what string, done, total int)
-}
-
 // buildkitTrace turns BuildKit's status messages into lines, as the
 // docker CLI's plain progress does: "#3 [2/4] RUN …" when a step starts,
 // its output, then "#3 CACHED", "#3 DONE 0.4s" or "#3 ERROR: …".
 type buildkitTrace struct {
 	w      io.Writer
-	totals ProgressTotals // nil when w does not count
+	totals sandbox.ProgressTotals // nil when w does not count
 	redact func(string) string
 	byDig  map[string]*traceVertex
 	done   int
@@ -48,7 +42,7 @@ type traceVertex struct {
 
 func newBuildkitTrace(w io.Writer, redact func(string) string) *buildkitTrace {
 	t := &buildkitTrace{w: w, redact: redact, byDig: map[string]*traceVertex{}}
-	t.totals, _ = w.(ProgressTotals)
+	t.totals, _ = w.(sandbox.ProgressTotals)
 	if t.redact == nil {
 		t.redact = func(s string) string { return s }
 	}

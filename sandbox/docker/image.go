@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/images"
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 // ImageAPI is the part of the Docker Engine client the image functions use.
@@ -479,6 +480,18 @@ func (f *progressFanout) attach(w io.Writer) (detach func()) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(f.ws, id)
+	}
+}
+
+// ProgressTotals passes the totals on to the callers' writers that take
+// them (sandbox.ProgressTotals).
+func (f *progressFanout) ProgressTotals(what string, done, total int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.ws {
+		if t, ok := w.(sandbox.ProgressTotals); ok {
+			t.ProgressTotals(what, done, total)
+		}
 	}
 }
 
