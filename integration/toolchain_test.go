@@ -118,7 +118,7 @@ func TestDockerfileImageIsBuiltOnceAndUsed(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", first.code, first.stdout, first.stderr)
 	}
 	mustContain(t, "the result", first.stdout, "exit: 0", marker, "tool-from-the-image")
-	mustContain(t, "the progress", first.stderr, "building shiro-project:", "building with BuildKit", "] COPY marker.txt /opt/marker.txt", "built shiro-project:")
+	mustContain(t, "the progress", first.stderr, "building shiro-project:", "Step 1/", "built shiro-project:")
 	imgs := projectImages(t, api, ws)
 	if len(imgs) != 1 || imgs[0].Source != filepath.Join(ws, "Dockerfile") {
 		t.Fatalf("built images %+v, want one from the Dockerfile", imgs)
@@ -126,7 +126,7 @@ func TestDockerfileImageIsBuiltOnceAndUsed(t *testing.T) {
 
 	second := shiro(t, ws, nil, "--image", "./Dockerfile", "tool", "bash", cmd)
 	mustContain(t, "the second result", second.stdout, "exit: 0", marker)
-	if strings.Contains(second.stderr, "building") || strings.Contains(second.stderr, "] COPY marker.txt") {
+	if strings.Contains(second.stderr, "building") || strings.Contains(second.stderr, "Step 1/") {
 		t.Errorf("the second run built again:\n%s", second.stderr)
 	}
 	if again := projectImages(t, api, ws); len(again) != 1 || again[0].ID != imgs[0].ID {

@@ -152,6 +152,13 @@ func instructionFlags(args string) []string {
 	return flags
 }
 
+// needBuildKit says whether the Dockerfile needs BuildKit. One that does
+// not builds on the classic builder even where the engine has BuildKit:
+// only the classic builder takes the session's memory and CPU limits.
+func (f dockerfileFeatures) needBuildKit() bool {
+	return f.Mount || f.Heredoc || f.Link || f.Syntax != ""
+}
+
 // ErrDockerfileFeature is returned when a Dockerfile uses a feature the
 // engine's builder does not have.
 var ErrDockerfileFeature = errors.New("the engine's builder cannot build this Dockerfile")

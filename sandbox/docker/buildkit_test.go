@@ -155,6 +155,18 @@ func TestResolveDockerfileBuildsWithBuildKit(t *testing.T) {
 			t.Errorf("progress:\n%s", progress.String())
 		}
 	})
+	t.Run("a Dockerfile that needs no BuildKit builds on the classic builder, with the limits", func(t *testing.T) {
+		t.Parallel()
+		ws := t.TempDir()
+		writeTree(t, ws, map[string]string{"Dockerfile": "FROM x AS base\nRUN true\nFROM x\nCOPY --from=base /a /a\n"})
+		eng := buildkitEngine{newFakeEngine()}
+		if _, err := resolveImage(t.Context(), eng, ImageRequest{Spec: "Dockerfile", Workspace: ws, Root: openRoot(t, ws)}, &imageBuilds{}); err != nil {
+			t.Fatal(err)
+		}
+		if b := eng.builds[0]; b.Version != build.BuilderV1 || b.Memory == 0 || b.SessionID != "" {
+			t.Errorf("build options: version %q, memory %d, session %q", b.Version, b.Memory, b.SessionID)
+		}
+	})
 	t.Run("a heredoc is refused before anything is built", func(t *testing.T) {
 		t.Parallel()
 		ws := t.TempDir()
@@ -168,7 +180,7 @@ func TestResolveDockerfileBuildsWithBuildKit(t *testing.T) {
 	t.Run("a secret whose variable is unset fails the build, naming it", func(t *testing.T) {
 		t.Parallel()
 		ws := t.TempDir()
-		writeTree(t, ws, map[string]string{"Dockerfile": "FROM x\n"})
+		writeTree(t, ws, map[string]string{"Dockerfile": "FROM x\nRUN --mount=type=secret,id=tok true\n"})
 		eng := buildkitEngine{newFakeEngine()}
 		req := ImageRequest{Spec: "Dockerfile", Workspace: ws, Root: openRoot(t, ws),
 			Secrets: []sandbox.BuildSecret{{ID: "tok", Env: "NOPE"}}, LookupEnv: func(string) (string, bool) { return "", false }}

@@ -399,8 +399,12 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			return "", false, err
 		}
 	}
-	builder := chooseBuilder(ctx, api)
-	notice, err := scanDockerfile(df).check(builder)
+	features := scanDockerfile(df)
+	builder := builderKind{}
+	if features.needBuildKit() {
+		builder = chooseBuilder(ctx, api)
+	}
+	notice, err := features.check(builder)
 	if err != nil {
 		return "", false, fmt.Errorf("build the image from %s: %w", bs.source, err)
 	}
