@@ -237,15 +237,23 @@ type authProvider struct {
 
 func (a authProvider) Register(s *grpc.Server) { auth.RegisterAuthServer(s, a) }
 
-// Credentials gives the user and secret for req.Host, empty when there is
-// no credentials function or it has none for the host.
+// Credentials gives the user and secret for req.Host (Docker Hub's is
+// asked as docker.io), empty when there is no credentials function or it
+// has none for the host.
 func (a authProvider) Credentials(_ context.Context, req *auth.CredentialsRequest) (*auth.CredentialsResponse, error) {
 	if a.creds == nil {
 		return &auth.CredentialsResponse{}, nil
 	}
-	user, secret, err := a.creds(req.Host)
+	host := req.Host
+	if host == dockerHubHost {
+		host = "docker.io"
+	}
+	user, secret, err := a.creds(host)
 	if err != nil {
-		return nil, fmt.Errorf("credentials for %s: %w", req.Host, err)
+		return nil, fmt.Errorf("credentials for %s: %w", host, err)
+	}
+	if user == identityTokenUser {
+		user = "" // BuildKit takes a secret without a user for a token
 	}
 	return &auth.CredentialsResponse{Username: user, Secret: secret}, nil
 }

@@ -97,6 +97,14 @@ func TestAuthProvider(t *testing.T) {
 	if strings.Join(asked, " ") != "registry.test other.test" {
 		t.Errorf("asked %v", asked)
 	}
+	res, err = p.Credentials(t.Context(), &auth.CredentialsRequest{Host: "registry-1.docker.io"})
+	if err != nil || asked[len(asked)-1] != "docker.io" {
+		t.Errorf("Docker Hub asked as %v: %v, %v", asked, res, err)
+	}
+	tok := authProvider{creds: func(string) (string, string, error) { return "<token>", "idtok", nil }}
+	if res, err := tok.Credentials(t.Context(), &auth.CredentialsRequest{Host: "r.test"}); err != nil || res.Username != "" || res.Secret != "idtok" {
+		t.Errorf("identity token: %v, %v", res, err)
+	}
 	res, err = authProvider{}.Credentials(t.Context(), &auth.CredentialsRequest{Host: "registry.test"})
 	if err != nil || res.Username != "" {
 		t.Errorf("no creds func: %v, %v", res, err)
@@ -189,4 +197,44 @@ func TestResolveDockerfileBuildsWithBuildKit(t *testing.T) {
 			t.Errorf("err = %v, %d builds", err, len(eng.builds))
 		}
 	})
+}
+
+func TestFromRegistries(t *testing.T) {
+	t.Parallel()
+	df := "ARG BASE\nFROM registry.example.com:5000/team/dev:1 AS build\n" +
+		"FROM --platform=linux/amd64 golang:1.22 AS go\n" +
+		"FROM build\nFROM ${BASE}\nfrom scratch\nFROM ghcr.io/o/i@sha256:" + strings.Repeat("a", 64) + "\n" +
+		"FROM registry.example.com:5000/team/other\n"
+	got := strings.Join(fromRegistries([]byte(df)), " ")
+	if got != "registry.example.com:5000 docker.io ghcr.io" {
+		t.Errorf("fromRegistries() = %q", got)
+	}
+}
+
+func TestClassicAuthConfigs(t *testing.T) {
+	t.Parallel()
+	creds := func(host string) (string, string, error) {
+		switch host {
+		case "docker.io":
+			return "bob", "pw", nil
+		case "ghcr.io":
+			return "<token>", "tok", nil
+		case "broken.test":
+			return "", "", errors.New("helper failed")
+		}
+		return "", "", nil
+	}
+	m, err := classicAuthConfigs([]string{"docker.io", "ghcr.io", "none.test"}, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2 || m["https://index.docker.io/v1/"].Password != "pw" || m["ghcr.io"].IdentityToken != "tok" || m["ghcr.io"].Username != "" {
+		t.Errorf("auth configs = %+v", m)
+	}
+	if _, err := classicAuthConfigs([]string{"broken.test"}, creds); err == nil || !strings.Contains(err.Error(), "broken.test") {
+		t.Errorf("err = %v", err)
+	}
+	if m, _ := classicAuthConfigs([]string{"docker.io"}, nil); m != nil {
+		t.Errorf("no creds func gives %+v", m)
+	}
 }

@@ -94,9 +94,11 @@ type ImageRequest struct {
 	// name (default os.LookupEnv).
 	Secrets   []sandbox.BuildSecret
 	LookupEnv func(string) (string, bool)
-	// Auth gives the credentials for a registry host that a BuildKit
-	// build's FROM pulls from; empty user and secret mean none. Nil sends
-	// none.
+	// Auth gives the credentials for a registry host ("docker.io",
+	// "registry.example.com:5000") that a build's FROM pulls from: the
+	// classic builder gets them in the build's registry-config header, a
+	// BuildKit build through its session. Empty user and secret mean none;
+	// user "<token>" says the secret is an identity token. Nil sends none.
 	Auth func(host string) (user, secret string, err error)
 }
 
@@ -475,6 +477,9 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			}
 			fmt.Fprintf(progress, "building with BuildKit; build limits: network %s (the engine's BuildKit applies no memory or CPU limit to RUN steps, which run as root inside the build)\n", shown)
 		} else {
+			if opts.AuthConfigs, err = classicAuthConfigs(fromRegistries(df), req.Auth); err != nil {
+				return err
+			}
 			fmt.Fprintf(progress, "build limits: network %s, memory %s, %g CPUs (RUN steps run as root inside the build)\n",
 				opts.NetworkMode, formatBytes(opts.Memory), float64(opts.CPUQuota)/float64(opts.CPUPeriod))
 		}
