@@ -20,11 +20,14 @@ const identityTokenUser = "<token>"
 // the image reference writes it.
 const dockerHubHost = "registry-1.docker.io"
 
-// fromRegistries lists the registry hosts the FROM lines of df pull
-// from, each once: stage names and references built from build
-// arguments (they are resolved by the builder) are skipped.
-func fromRegistries(df []byte) []string {
-	var hosts, stages []string
+// fromImages lists the images the FROM lines of df name, each once:
+// stage names and references built from build arguments (they are
+// resolved by the builder) are skipped.
+func fromImages(df []byte) []reference.Named {
+	var (
+		refs   []reference.Named
+		stages []string
+	)
 	sc := bufio.NewScanner(bytes.NewReader(df))
 	sc.Buffer(nil, len(df)+1)
 	for sc.Scan() {
@@ -48,10 +51,19 @@ func fromRegistries(df []byte) []string {
 			continue
 		}
 		named, err := reference.ParseNormalizedNamed(img)
-		if err != nil {
+		if err != nil || slices.ContainsFunc(refs, func(r reference.Named) bool { return r.String() == named.String() }) {
 			continue
 		}
-		if h := reference.Domain(named); !slices.Contains(hosts, h) {
+		refs = append(refs, named)
+	}
+	return refs
+}
+
+// registryHosts are the registries of refs, each once.
+func registryHosts(refs []reference.Named) []string {
+	var hosts []string
+	for _, r := range refs {
+		if h := reference.Domain(r); !slices.Contains(hosts, h) {
 			hosts = append(hosts, h)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/distribution/reference"
 	"github.com/moby/buildkit/session/auth"
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/client"
@@ -199,15 +200,22 @@ func TestResolveDockerfileBuildsWithBuildKit(t *testing.T) {
 	})
 }
 
-func TestFromRegistries(t *testing.T) {
+func TestFromImages(t *testing.T) {
 	t.Parallel()
 	df := "ARG BASE\nFROM registry.example.com:5000/team/dev:1 AS build\n" +
 		"FROM --platform=linux/amd64 golang:1.22 AS go\n" +
 		"FROM build\nFROM ${BASE}\nfrom scratch\nFROM ghcr.io/o/i@sha256:" + strings.Repeat("a", 64) + "\n" +
 		"FROM registry.example.com:5000/team/other\n"
-	got := strings.Join(fromRegistries([]byte(df)), " ")
-	if got != "registry.example.com:5000 docker.io ghcr.io" {
-		t.Errorf("fromRegistries() = %q", got)
+	refs := fromImages([]byte(df))
+	var names []string
+	for _, r := range refs {
+		names = append(names, reference.FamiliarString(r))
+	}
+	if got := strings.Join(names, " "); got != "registry.example.com:5000/team/dev:1 golang:1.22 ghcr.io/o/i@sha256:"+strings.Repeat("a", 64)+" registry.example.com:5000/team/other" {
+		t.Errorf("fromImages() = %q", got)
+	}
+	if got := strings.Join(registryHosts(refs), " "); got != "registry.example.com:5000 docker.io ghcr.io" {
+		t.Errorf("registryHosts() = %q", got)
 	}
 }
 

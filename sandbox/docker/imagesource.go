@@ -413,7 +413,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 	if notice != "" {
 		fmt.Fprintf(req.Progress, "[notice] %s\n", notice)
 	}
-	if len(req.Secrets) > 0 && !builder.buildkit {
+	if len(req.Secrets) > 0 && features.Mount && !builder.buildkit {
 		fmt.Fprintf(req.Progress, "[notice] the engine has no BuildKit: the build secrets are not given to the classic builder\n")
 	}
 	built := false
@@ -477,7 +477,15 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			}
 			fmt.Fprintf(progress, "building with BuildKit; build limits: network %s (the engine's BuildKit applies no memory or CPU limit to RUN steps, which run as root inside the build)\n", shown)
 		} else {
-			if opts.AuthConfigs, err = classicAuthConfigs(fromRegistries(df), req.Auth); err != nil {
+			// Credentials only for what the builder will pull: an image
+			// the engine has is used as it is.
+			var pulled []reference.Named
+			for _, r := range fromImages(df) {
+				if ok, _ := imageExists(ctx, api, reference.FamiliarString(r)); !ok {
+					pulled = append(pulled, r)
+				}
+			}
+			if opts.AuthConfigs, err = classicAuthConfigs(registryHosts(pulled), req.Auth); err != nil {
 				return err
 			}
 			fmt.Fprintf(progress, "build limits: network %s, memory %s, %g CPUs (RUN steps run as root inside the build)\n",
