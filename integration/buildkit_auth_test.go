@@ -68,10 +68,11 @@ func authRegistry(t *testing.T, user, password string) string {
 	}
 }
 
-// A BuildKit build whose FROM is an image in a registry that needs a
-// password pulls it with the credentials the build's Auth function gives,
-// through the build's session; a wrong password fails, and the password
-// is in no line and not in the error.
+// A build whose FROM is an image in a registry that needs a password
+// pulls it with the credentials the build's Auth function gives, through
+// BuildKit's session or the classic builder's registry-config header; a
+// wrong password fails, and the password is in no line and not in the
+// error.
 func TestBuildKitFromAPrivateRegistry(t *testing.T) {
 	t.Parallel()
 	api := testenv.RequireDocker(t)
@@ -105,11 +106,12 @@ func TestBuildKitFromAPrivateRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	build := func(t *testing.T, pw string) (string, error) {
+	buildKitFile := func(t *testing.T) string {
+		return "FROM " + ref + "\nRUN --mount=type=cache,target=/c echo " + token(t, "run") + " > /run.txt\n"
+	}
+	build := func(t *testing.T, pw, dockerfile string) (string, error) {
 		ws := projectWorkspace(t, api)
-		writeFiles(t, ws, map[string]string{
-			"Dockerfile": "FROM " + ref + "\nRUN --mount=type=cache,target=/c echo " + token(t, "run") + " > /run.txt\n",
-		})
+		writeFiles(t, ws, map[string]string{"Dockerfile": dockerfile})
 		w, err := workspace.Open(ws)
 		if err != nil {
 			t.Fatal(err)
@@ -131,7 +133,7 @@ func TestBuildKitFromAPrivateRegistry(t *testing.T) {
 		return progress.String(), err
 	}
 	t.Run("the right password", func(t *testing.T) {
-		progress, err := build(t, password)
+		progress, err := build(t, password, buildKitFile(t))
 		if err != nil {
 			t.Fatalf("build: %v\n%s", err, progress)
 		}
@@ -142,7 +144,7 @@ func TestBuildKitFromAPrivateRegistry(t *testing.T) {
 	})
 	t.Run("a wrong password", func(t *testing.T) {
 		wrong := token(t, "wrong-password")
-		progress, err := build(t, wrong)
+		progress, err := build(t, wrong, buildKitFile(t))
 		if err == nil {
 			t.Fatalf("built with a wrong password:\n%s", progress)
 		}
@@ -150,5 +152,16 @@ func TestBuildKitFromAPrivateRegistry(t *testing.T) {
 			t.Errorf("a password is shown: %v\n%s", err, progress)
 		}
 		mustContain(t, "the error", err.Error(), reg)
+	})
+	// Last: the classic builder's pull leaves the image in the engine.
+	t.Run("the classic builder gets them in its registry-config header", func(t *testing.T) {
+		progress, err := build(t, password, "FROM "+ref+"\nRUN echo "+token(t, "run")+" > /run.txt\n")
+		if err != nil {
+			t.Fatalf("build: %v\n%s", err, progress)
+		}
+		mustContain(t, "the progress", progress, ": FROM "+ref, "Pulling from shiro-test/base")
+		if strings.Contains(progress, password) {
+			t.Errorf("the password is in the progress:\n%s", progress)
+		}
 	})
 }
