@@ -121,12 +121,3 @@ func (w progressWriter) Write(p []byte) (int, error) {
 
 // Total implements sandbox.TotalWriter.
 func (w progressWriter) Total(t sandbox.Total) { w.s.publish(ProgressEvent{Total: &t}) }
-
-// ProgressTotals takes a build's step counts from a writer that reports
-// them as (what, done, total), the BuildKit trace's way; only "build"
-// counts are steps, so only they become a Total.
-func (w progressWriter) ProgressTotals(what string, done, total int) {
-	if what == "build" {
-		w.Total(sandbox.Total{Build: true, Done: int64(done), Of: int64(total)})
-	}
-}

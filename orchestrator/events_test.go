@@ -309,8 +309,7 @@ func TestProgressWriterTotals(t *testing.T) {
 	rec := &recorder{}
 	w := progressWriter{&Session{events: rec.add}}
 	sandbox.ReportTotal(w, sandbox.Total{Done: 10, Of: 40})
-	w.ProgressTotals("build", 2, 5)
-	w.ProgressTotals("pull", 1, 3) // layers, not bytes: not a pull's total
+	sandbox.ReportTotal(w, sandbox.Total{Build: true, Done: 2, Of: 5})
 	var got []sandbox.Total
 	for _, e := range rec.all() {
 		if p, ok := e.(ProgressEvent); ok && p.Total != nil {

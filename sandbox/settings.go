@@ -37,6 +37,10 @@ type Settings struct {
 	// NAME=value entries; ResolveEnv turns them into NAME=value pairs.
 	// Never print it.
 	Env []string
+	// BuildSecrets are the secrets a Dockerfile build gets
+	// (ParseBuildSecret entries: "id=NAME,env=VAR", "id=NAME,src=FILE");
+	// only the user's file and flags can set them. Never print their values.
+	BuildSecrets []string
 	// NoSandbox runs commands on the host. Only the user's file and flags
 	// can set it.
 	NoSandbox bool

@@ -181,6 +181,9 @@ type Overrides struct {
 	ImagePullSecret *string
 	// Env is appended to the configured entries.
 	Env []string
+	// BuildSecrets are --build-secret entries, added to
+	// sandbox.buildSecrets.
+	BuildSecrets []string
 	// AllowHosts are --allow-host patterns, added to network.allow.
 	AllowHosts []string
 }

@@ -505,6 +505,14 @@ var keys = []entry{
 		entries: func(o *Overrides) *[]string { return &o.Env },
 		narrow:  constantsOnly,
 		to:      fieldAs(func(c *Config) *[]string { return &c.Sandbox.Env }, dedupeEnv)},
+	&keyOf[[]string]{key: key{name: "sandbox.buildSecrets", flag: "--build-secret", defText: "none",
+		doc: "secrets a Dockerfile build's RUN --mount=type=secret steps get: id=NAME,env=VAR or id=NAME,src=FILE; sources add up",
+		project: projectRule{mode: projectNever,
+			notice: `"sandbox.buildSecrets" is ignored: a project cannot ask for your secrets in its build (give them in your user config or with --build-secret)`}},
+		kind: kEnvList, check: checkBuildSecrets,
+		entries: func(o *Overrides) *[]string { return &o.BuildSecrets },
+		quiet:   func(v, _ []string) bool { return len(v) == 0 },
+		to:      field(func(c *Config) *[]string { return &c.Sandbox.BuildSecrets })},
 	&keyOf[bool]{key: key{name: "sandbox.noSandbox", flag: "--no-sandbox", defText: "false",
 		doc:     "run commands on the host, without isolation",
 		project: projectRule{mode: projectTighten, notice: `"sandbox.noSandbox" is ignored: a project cannot turn off the sandbox`, says: "a project may only set false"}},
@@ -712,6 +720,14 @@ func memoryOf(v string) int64 {
 }
 
 // checkEnvEntries accepts NAME and NAME=value. Only the name is quoted back.
+// checkBuildSecrets checks build secret entries (sandbox.ParseBuildSecret).
+func checkBuildSecrets(label string, entries []string) error {
+	if _, err := sandbox.ParseBuildSecrets(entries); err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	return nil
+}
+
 func checkEnvEntries(label string, entries []string) error {
 	for i, e := range entries {
 		name, _, _ := strings.Cut(e, "=")

@@ -57,6 +57,7 @@ var keySamples = map[string]keySample{
 	"sandbox.kubeContext":             {value: `"c1"`, want: "c1", refusedWant: ""},
 	"sandbox.namespace":               {value: `"ns1"`, want: "ns1", refusedWant: ""},
 	"sandbox.kubernetes.storageClass": {value: `"fast"`, want: "fast", refusedWant: ""},
+	"sandbox.buildSecrets":            {value: `["id=tok,env=TOK"]`, want: []string{"id=tok,env=TOK"}, refusedWant: []string(nil)},
 	"network.allow":                   {value: `["a.example"]`, want: []string{"a.example"}, refusedWant: []string(nil)},
 	"network.deny":                    {value: `["a.example"]`, want: []string{"a.example"}},
 	"network.credentials": {value: `[{"host": "a.example", "header": "X-Key", "env": "K"}]`,

@@ -117,6 +117,10 @@ func (e *Engine) resolveSpecImage(ctx context.Context, spec sandbox.Spec, noBuil
 		}
 		return Reference(images.Tag()), nil
 	}
+	secrets, err := sandbox.ParseBuildSecrets(spec.BuildSecrets)
+	if err != nil {
+		return ResolvedImage{}, err
+	}
 	return e.ResolveImage(ctx, ImageRequest{
 		Spec:        spec.Image,
 		Workspace:   spec.Workspace,
@@ -126,6 +130,8 @@ func (e *Engine) resolveSpecImage(ctx context.Context, spec sandbox.Spec, noBuil
 		Pull:        spec.Pull,
 		Progress:    progress,
 		Build:       BuildLimits{Network: spec.Network, Memory: spec.Memory, CPUs: spec.CPUs},
+		Secrets:     secrets,
+		LookupEnv:   spec.LookupEnv,
 	})
 }
 

@@ -233,15 +233,21 @@ func hashFile(w io.Writer, root *os.Root, e contextEntry) error {
 
 // writeTar writes the context, read from root (the same directory as
 // bc.root), as the tar archive the engine's build takes. Owners are root,
-// as the docker CLI sends them.
+// as the docker CLI sends them. The first entry is a plain ustar one
+// where its name allows (its time rounded to the second): BuildKit takes
+// an upload for a tar only when its first 512 bytes read as a tar header,
+// and a PAX record before it does not.
 func (bc *buildContext) writeTar(w io.Writer, root *os.Root) error {
 	tw := tar.NewWriter(w)
-	for _, e := range bc.entries {
+	for i, e := range bc.entries {
 		hdr := &tar.Header{
 			Name:    e.name,
 			Mode:    int64(e.mode.Perm()),
 			ModTime: e.mtime,
 			Format:  tar.FormatPAX,
+		}
+		if i == 0 {
+			hdr.Format = tar.FormatUnknown
 		}
 		if e.mode&fs.ModeSetuid != 0 {
 			hdr.Mode |= 0o4000

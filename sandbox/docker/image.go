@@ -248,6 +248,13 @@ type imageStreamMessage struct {
 // (percent, bytes done and total). An error message from the
 // engine ends it as an *ImageBuildError naming the step it happened in.
 func decodeImageStream(r io.Reader, w io.Writer) error {
+	return decodeBuildStream(r, w, nil)
+}
+
+// decodeBuildStream is decodeImageStream for a build that may run on
+// BuildKit: its status messages become lines (buildkitTrace), with redact
+// applied to every text of the build's own.
+func decodeBuildStream(r io.Reader, w io.Writer, redact func(string) string) error {
 	if w == nil {
 		w = io.Discard
 	}
@@ -258,6 +265,7 @@ func decodeImageStream(r io.Reader, w io.Writer) error {
 		status  = map[string]string{}
 		bucket  = map[string]int{} // layer+status → the quarter last shown
 		total   = newTotals(w)
+		trace   *buildkitTrace
 	)
 	for {
 		var m imageStreamMessage
@@ -271,9 +279,19 @@ func decodeImageStream(r io.Reader, w io.Writer) error {
 			if m.Error != nil && m.Error.Message != "" {
 				msg = m.Error.Message
 			}
+			if trace != nil {
+				return trace.stepError(msg)
+			}
 			return newImageBuildError(step, msg)
 		}
 		switch {
+		case m.ID == buildkitTraceID && m.Aux != nil:
+			if trace == nil {
+				trace = newBuildkitTrace(w, redact)
+			}
+			if err := trace.add(*m.Aux); err != nil {
+				return err
+			}
 		case m.Stream != "":
 			io.WriteString(w, m.Stream)
 			pending += m.Stream

@@ -95,6 +95,11 @@ type ImageRequest struct {
 	// zero meaning the sandbox defaults. The classic builder has no process
 	// limit.
 	Build BuildLimits
+	// Secrets are the user's build secrets, served to BuildKit builds
+	// through the build's session; LookupEnv reads the variables they
+	// name (default os.LookupEnv).
+	Secrets   []sandbox.BuildSecret
+	LookupEnv func(string) (string, bool)
 }
 
 // BuildLimits are the network and resources a project build gets.
@@ -418,6 +423,21 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 		}
 	}
 	auth := newBuildAuth(ctx, df, bs.args, req.Credentials)
+	features := scanDockerfile(df)
+	builder := builderKind{}
+	if features.needBuildKit() {
+		builder = chooseBuilder(ctx, api)
+	}
+	notice, err := features.check(builder)
+	if err != nil {
+		return "", false, fmt.Errorf("build the image from %s: %w", bs.source, err)
+	}
+	if notice != "" {
+		fmt.Fprintf(req.Progress, "[notice] %s\n", notice)
+	}
+	if len(req.Secrets) > 0 && features.Mount && !builder.buildkit {
+		fmt.Fprintf(req.Progress, "[notice] the engine has no BuildKit: the build secrets are not given to the classic builder\n")
+	}
 	built := false
 	err = builds.do(ctx, tag, req.Progress, func(ctx context.Context, progress io.Writer) error {
 		// Another process may have finished the same build meanwhile.
@@ -455,8 +475,34 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			AuthConfigs: auth.configs,
 		}
 		req.Build.apply(&opts)
-		fmt.Fprintf(progress, "build limits: network %s, memory %s, %g CPUs (RUN steps run as root inside the build)\n",
-			opts.NetworkMode, formatBytes(opts.Memory), float64(opts.CPUQuota)/float64(opts.CPUPeriod))
+		var redact func(string) string
+		if builder.buildkit {
+			lookup := req.LookupEnv
+			if lookup == nil {
+				lookup = os.LookupEnv
+			}
+			secrets, err := readBuildSecrets(req.Secrets, lookup)
+			if err != nil {
+				return err
+			}
+			redact = redactor(secrets)
+			sess, err := startBuildSession(ctx, api.(sessionAPI), secrets, req.Credentials)
+			if err != nil {
+				return err
+			}
+			defer sess.close()
+			opts.Version = build.BuilderBuildKit
+			opts.SessionID = sess.id()
+			// BuildKit names the engine's default network "default".
+			shown := opts.NetworkMode
+			if opts.NetworkMode == "bridge" {
+				opts.NetworkMode = "default"
+			}
+			fmt.Fprintf(progress, "building with BuildKit; build limits: network %s (the engine's BuildKit applies no memory or CPU limit to RUN steps, which run as root inside the build)\n", shown)
+		} else {
+			fmt.Fprintf(progress, "build limits: network %s, memory %s, %g CPUs (RUN steps run as root inside the build)\n",
+				opts.NetworkMode, formatBytes(opts.Memory), float64(opts.CPUQuota)/float64(opts.CPUPeriod))
+		}
 		// A failed or cancelled build leaves no tag behind: the classic
 		// builder tags last, but a cancel can land just after it.
 		defer func() {
@@ -473,7 +519,7 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 		if err != nil {
 			return fmt.Errorf("start build: %w", err)
 		}
-		err = decodeImageStream(res.Body, progress)
+		err = decodeBuildStream(res.Body, progress, redact)
 		res.Body.Close()
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
@@ -512,7 +558,7 @@ func explainBuildError(err error, opts client.ImageBuildOptions) error {
 		return err
 	}
 	switch {
-	case strings.Contains(be.Message, "non-zero code: 137"):
+	case strings.Contains(be.Message, "non-zero code: 137") && opts.Version != build.BuilderBuildKit:
 		be.Message += fmt.Sprintf(" — the step was killed: it most likely ran past the build's memory limit of %s (the session's --memory / sandbox.memory)", formatBytes(opts.Memory))
 	case opts.NetworkMode == "none":
 		be.Message += " — the build has no network (a build gets one only with --network open)"

@@ -355,17 +355,3 @@ func Lookup(ctx context.Context, host string) (Credential, Source, error) {
 	}
 	return c.Lookup(ctx, host)
 }
-
-// HostCredentials is host's credential in the shape of BuildKit's session
-// auth provider: an identity token as the secret with no user, else the
-// user and password; all empty when there is none.
-func HostCredentials(ctx context.Context, host string) (user, secret string, err error) {
-	cred, _, err := Lookup(ctx, host)
-	if err != nil {
-		return "", "", err
-	}
-	if cred.IdentityToken != "" {
-		return "", cred.IdentityToken, nil
-	}
-	return cred.Username, cred.Password, nil
-}

@@ -199,9 +199,9 @@ func TestConfigPath(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"auths":{"reg.example.com":{"auth":"`+b64("u:p")+`"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	user, secret, err := HostCredentials(t.Context(), "reg.example.com")
-	if err != nil || user != "u" || secret != "p" {
-		t.Errorf("HostCredentials = %q, %q, %v", user, secret, err)
+	cred, _, err := Lookup(t.Context(), "reg.example.com")
+	if err != nil || cred.Username != "u" || cred.Password != "p" {
+		t.Errorf("Lookup = %+v, %v", cred, err)
 	}
 	_, src, err := Lookup(t.Context(), "other.example.com")
 	if err != nil || src.String() != "none found in "+filepath.Join(dir, "config.json") {

@@ -39,6 +39,8 @@ type SandboxFlags struct {
 	TrustProject bool
 	// AllowHosts are --allow-host patterns.
 	AllowHosts []string
+	// BuildSecrets are --build-secret entries.
+	BuildSecrets []string
 
 	flags *pflag.FlagSet
 }
@@ -55,6 +57,7 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl.Float64Var(&s.CPUs, "cpus", 0, "sandbox CPU limit (default 2)")
 	fl.Int64Var(&s.Pids, "pids", 0, "sandbox process limit (default 1024)")
 	fl.StringVar(&s.Network, "network", "", "sandbox network: ask (default: every host through shiro's proxy, by your rules), open or none")
+	fl.StringArrayVar(&s.BuildSecrets, "build-secret", nil, "give a Dockerfile build a secret for its RUN --mount=type=secret steps: id=NAME,env=VAR or id=NAME,src=FILE; repeatable")
 	fl.StringArrayVar(&s.AllowHosts, "allow-host", nil, "let the sandbox reach a host in ask mode: example.com, *.example.com or host:port; repeatable")
 	fl.StringVar(&s.Backend, "backend", "", "where sandboxes run: "+strings.Join(sandbox.Backends(), ", ")+" (default "+sandbox.DefaultBackend+")")
 	fl.StringVar(&s.Workspace, "workspace", "", "how the sandbox holds the workspace: mount (default on a local Docker engine) or copy (changes reach it with /apply or --apply)")
@@ -106,6 +109,7 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 	}
 	o.Env = s.Env
 	o.AllowHosts = s.AllowHosts
+	o.BuildSecrets = s.BuildSecrets
 }
 
 // ModelFlags choose the provider and model.
