@@ -31,6 +31,20 @@ func ReportTotal(w io.Writer, t Total) {
 	}
 }
 
+// HumanBytes shows a byte count in B, kB, MB or GB (powers of 1000, as
+// registries and the docker CLI count).
+func HumanBytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fGB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fMB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fkB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
 // TagMove is an image tag that names another image on its registry than
 // the one the workspace's sandbox runs: Old is the digest the sandbox
 // runs, New the one the tag names now.

@@ -336,21 +336,7 @@ func totalText(t sandbox.Total) string {
 	if t.Of > 0 {
 		pct = t.Done * 100 / t.Of
 	}
-	return fmt.Sprintf("pull %d%% %s/%s", pct, humanBytes(t.Done), humanBytes(t.Of))
-}
-
-// humanBytes shows a byte count in B, kB, MB or GB (powers of 1000, as
-// registries count).
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.1fGB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1fMB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fkB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%dB", n)
+	return fmt.Sprintf("pull %d%% %s/%s", pct, sandbox.HumanBytes(t.Done), sandbox.HumanBytes(t.Of))
 }
 
 // busyView shows the running turn: reasoning, tools, output, spinner, in

@@ -97,7 +97,7 @@ func (t *buildkitTrace) add(aux json.RawMessage) error {
 	for _, s := range st.Statuses {
 		tv := t.vertex(s.Vertex)
 		if s.Completed != nil && s.Total > 0 {
-			fmt.Fprintf(t.w, "#%d %s %s done\n", tv.n, s.ID, humanBytes(s.Total))
+			fmt.Fprintf(t.w, "#%d %s %s done\n", tv.n, s.ID, sandbox.HumanBytes(s.Total))
 		}
 	}
 	for _, l := range st.Logs {

@@ -321,7 +321,7 @@ func decodeBuildStream(r io.Reader, w io.Writer, redact func(string) string) err
 					continue
 				}
 				bucket[key] = pct / 25
-				fmt.Fprintf(w, "%s: %s %s %3d%% %s/%s\n", m.ID, m.Status, progressBar(pct), pct, humanBytes(m.Progress.Current), humanBytes(m.Progress.Total))
+				fmt.Fprintf(w, "%s: %s %s %3d%% %s/%s\n", m.ID, m.Status, progressBar(pct), pct, sandbox.HumanBytes(m.Progress.Current), sandbox.HumanBytes(m.Progress.Total))
 				continue
 			}
 			if m.ID != "" {
@@ -341,20 +341,6 @@ func decodeBuildStream(r io.Reader, w io.Writer, redact func(string) string) err
 func progressBar(pct int) string {
 	n := pct / 10
 	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 10-n) + "]"
-}
-
-// humanBytes shows a byte count in B, kB, MB or GB (powers of 1000, as
-// registries count).
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.1fGB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1fMB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fkB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%dB", n)
 }
 
 // newImageBuildError splits the classic builder's step line

@@ -73,7 +73,7 @@ func writeImageList(w io.Writer, list []sandbox.ImageEntry) error {
 			}
 			ws = strings.Join(names, ", ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ref, shortImageDigest(e.Digest), imageSize(e.Size), ws)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ref, shortImageDigest(e.Digest), sandbox.HumanBytes(e.Size), ws)
 	}
 	return tw.Flush()
 }
@@ -85,17 +85,4 @@ func shortImageDigest(d string) string {
 		return d
 	}
 	return alg + ":" + hex[:min(12, len(hex))]
-}
-
-// imageSize is a size as the docker CLI shows it (powers of 1000).
-func imageSize(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2fGB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1fMB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fkB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%dB", n)
 }

@@ -20,7 +20,7 @@ func TestWriteImageList(t *testing.T) {
 	want := "" +
 		"IMAGE                               DIGEST               SIZE     WORKSPACES\n" +
 		"shiro-sandbox:abc (built by shiro)  sha256:111111111111  312.4MB  -\n" +
-		"registry.test/team/dev:1            sha256:aaaaaaaaaaaa  1.25GB   /src/a, /src/b\n"
+		"registry.test/team/dev:1            sha256:aaaaaaaaaaaa  1.2GB    /src/a, /src/b\n"
 	if got := buf.String(); got != want {
 		t.Errorf("image ls:\n%s\nwant:\n%s", got, want)
 	}
