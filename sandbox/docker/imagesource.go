@@ -422,7 +422,10 @@ func buildProjectImage(ctx context.Context, api resolveAPI, bs *buildSpec, req I
 			return "", false, err
 		}
 	}
-	auth := newBuildAuth(ctx, df, bs.args, req.Credentials)
+	auth := newBuildAuth(ctx, df, bs.args, req.Credentials, func(ref string) bool {
+		ok, _ := imageExists(ctx, api, ref)
+		return ok
+	})
 	features := scanDockerfile(df)
 	builder := builderKind{}
 	if features.needBuildKit() {

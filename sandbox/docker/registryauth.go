@@ -104,21 +104,23 @@ type buildAuth struct {
 	errs    map[string]error
 }
 
-// BuildAuthConfigs finds the credentials for every registry the
-// Dockerfile df's FROM lines name (${ARG}s expanded from args), for a
-// classic build's AuthConfigs. A registry whose lookup fails gets none:
-// the build then fails with an error that says so.
-func BuildAuthConfigs(ctx context.Context, df []byte, args map[string]*string, lookup CredentialLookup) map[string]registrytypes.AuthConfig {
-	return newBuildAuth(ctx, df, args, lookup).configs
-}
-
-func newBuildAuth(ctx context.Context, df []byte, args map[string]*string, lookup CredentialLookup) buildAuth {
+// newBuildAuth finds the credentials for every registry the Dockerfile
+// df's FROM lines name (${ARG}s expanded from args), for a classic build's
+// AuthConfigs. An image the engine has (have) is used as it is, so its
+// registry is not asked for (a credential helper may prompt). A registry
+// whose lookup fails gets none: the build then fails with an error that
+// says so.
+func newBuildAuth(ctx context.Context, df []byte, args map[string]*string, lookup CredentialLookup, have func(ref string) bool) buildAuth {
 	ba := buildAuth{configs: map[string]registrytypes.AuthConfig{}, sources: map[string]regauth.Source{}, errs: map[string]error{}}
 	lookup = orLookup(lookup)
 	for _, base := range dockerfileBases(df) {
-		host, err := RegistryHost(expandArgs(base, args))
+		ref := expandArgs(base, args)
+		host, err := RegistryHost(ref)
 		if err != nil {
 			continue // an unset ARG, or scratch's like
+		}
+		if have != nil && have(ref) {
+			continue
 		}
 		if _, done := ba.sources[host]; done {
 			continue

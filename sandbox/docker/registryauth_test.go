@@ -149,9 +149,17 @@ FROM scratch
 	// The build argument names the registry.
 	asked = nil
 	reg := "other.example.com"
-	ba := newBuildAuth(t.Context(), []byte("FROM ${REG}/tools:2\n"), map[string]*string{"REG": &reg}, fakeLookup(&asked, reg))
+	ba := newBuildAuth(t.Context(), []byte("FROM ${REG}/tools:2\n"), map[string]*string{"REG": &reg}, fakeLookup(&asked, reg), nil)
 	if ba.configs[reg].Password != testSecret || strings.Join(asked, " ") != reg {
 		t.Errorf("with REG: %+v, asked %q", ba.configs, asked)
+	}
+
+	// An image the engine has is not pulled: its registry is not asked.
+	asked = nil
+	df := []byte("FROM other.example.com/tools:2 AS tools\nFROM reg.example.com:5000/team/dev:1\n")
+	ba = newBuildAuth(t.Context(), df, nil, fakeLookup(&asked, reg, "reg.example.com:5000"), func(ref string) bool { return ref == "other.example.com/tools:2" })
+	if strings.Join(asked, " ") != "reg.example.com:5000" || len(ba.configs) != 1 {
+		t.Errorf("with a local image: %+v, asked %q", ba.configs, asked)
 	}
 }
 
