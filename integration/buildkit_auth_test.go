@@ -2,72 +2,15 @@ package integration
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/moby/moby/client"
-	"golang.org/x/crypto/bcrypt"
-
+	"github.com/shiroagent/shiro/integration/registrytest"
 	"github.com/shiroagent/shiro/integration/testenv"
 	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/sandbox/regauth"
 )
-
-// authRegistry starts Debian's docker-registry on 127.0.0.1 (an address
-// the engine treats as insecure, so plain HTTP) with htpasswd auth for
-// user and password, and returns its host:port.
-func authRegistry(t *testing.T, user, password string) string {
-	t.Helper()
-	bin, err := exec.LookPath("docker-registry")
-	if err != nil {
-		t.Fatalf("docker-registry is missing (make deps installs it): %v", err)
-	}
-	dir := t.TempDir()
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFiles(t, dir, map[string]string{"htpasswd": user + ":" + string(hash) + "\n"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	config := fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\nauth:\n  htpasswd:\n    realm: test\n    path: %s\n",
-		filepath.Join(dir, "data"), addr, filepath.Join(dir, "htpasswd"))
-	writeFiles(t, dir, map[string]string{"config.yml": config})
-	cmd := exec.Command(bin, "serve", filepath.Join(dir, "config.yml"))
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := http.Get("http://" + addr + "/v2/")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusUnauthorized {
-				return addr
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the registry on %s did not answer: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // A build whose FROM is an image in a registry that needs a password
 // pulls it with the credentials the build's Auth function gives, through
@@ -80,27 +23,10 @@ func TestBuildKitFromAPrivateRegistry(t *testing.T) {
 	base := testenv.RequireImage(t, api)
 	ctx := t.Context()
 	password := token(t, "registry-password")
-	reg := authRegistry(t, "alice", password)
-
-	// Push the sandbox image to it, then drop the local tag.
-	ref := reg + "/shiro-test/base:1"
-	if _, err := api.ImageTag(ctx, client.ImageTagOptions{Source: base, Target: ref}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { api.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{}) })
-	authJSON, _ := json.Marshal(map[string]string{"username": "alice", "password": password, "serveraddress": reg})
-	push, err := api.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: base64.URLEncoding.EncodeToString(authJSON)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(push)
-	push.Close()
-	if strings.Contains(string(out), `"error"`) {
-		t.Fatalf("push: %s", out)
-	}
-	if _, err := api.ImageRemove(ctx, ref, client.ImageRemoveOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	registry := registrytest.Start(t, registrytest.Options{User: "alice", Password: password})
+	reg := registry.Addr
+	// The sandbox image there; the local tag is gone, so a build pulls it.
+	ref := registrytest.Push(t, api, registry, base, "shiro-test/base:1")
 
 	eng, err := docker.Connect(ctx)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -35,7 +34,7 @@ func TestPinningTagMoves(t *testing.T) {
 	reg := registrytest.Start(t, registrytest.Options{})
 
 	// Image A is the sandbox image, image B the same with a label more.
-	ref := pushAnonymous(t, api, reg, base, "pin/dev:t")
+	ref := registrytest.Push(t, api, reg, base, "pin/dev:t")
 	imgB := buildLabelled(t, api, base)
 	ws := testenv.Workspace(t, api)
 
@@ -52,7 +51,7 @@ func TestPinningTagMoves(t *testing.T) {
 	}
 
 	// B is pushed as the same tag; the engine keeps A under it.
-	pushAnonymous(t, api, reg, imgB, "pin/dev:t")
+	registrytest.Push(t, api, reg, imgB, "pin/dev:t")
 	if _, err := api.ImageTag(t.Context(), client.ImageTagOptions{Source: idA, Target: ref}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,30 +191,6 @@ func TestPinningTagMoves(t *testing.T) {
 			t.Errorf("a check without an answer said something:\n%s", res.stderr)
 		}
 	})
-}
-
-// pushAnonymous is registrytest.Push on a registry without an account:
-// the engine wants a registry-auth header on a push all the same (an
-// empty one, "{}").
-func pushAnonymous(t *testing.T, api *client.Client, reg *registrytest.Registry, src, repoTag string) string {
-	t.Helper()
-	ref := reg.Ref(repoTag)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	if _, err := api.ImageTag(ctx, client.ImageTagOptions{Source: src, Target: ref}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { registrytest.RemoveLocal(t, api, ref) })
-	res, err := api.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: base64.URLEncoding.EncodeToString([]byte("{}"))})
-	if err == nil {
-		err = res.Wait(ctx)
-		res.Close()
-	}
-	if err != nil {
-		t.Fatalf("push %s: %v", ref, err)
-	}
-	registrytest.RemoveLocal(t, api, ref)
-	return ref
 }
 
 // buildLabelled builds FROM base with one label more and removes the
