@@ -20,10 +20,11 @@ import (
 // listener whose backlog is full does not answer).
 const dialTimeout = 5 * time.Second
 
-// dialLoopback connects to 127.0.0.1:port, then to [::1]:port when
+// DialLoopback connects to 127.0.0.1:port, then to [::1]:port when
 // nothing listens on the first (many dev servers bind "localhost" on
-// IPv6 alone). Nothing on either is an error with CodeRefused.
-func dialLoopback(ctx context.Context, port int) (*net.TCPConn, error) {
+// IPv6 alone). Nothing on either is a *RemoteError with CodeRefused,
+// which matches sandbox.ErrNothingListens.
+func DialLoopback(ctx context.Context, port int) (*net.TCPConn, error) {
 	d := net.Dialer{Timeout: dialTimeout}
 	p := strconv.Itoa(port)
 	c, err := d.DialContext(ctx, "tcp4", net.JoinHostPort("127.0.0.1", p))
@@ -48,7 +49,7 @@ func dialLoopback(ctx context.Context, port int) (*net.TCPConn, error) {
 // connection keeps until it ends.
 func (s *server) dial(ctx context.Context, m Message) {
 	defer s.dialWG.Done()
-	tc, err := dialLoopback(ctx, m.Port)
+	tc, err := DialLoopback(ctx, m.Port)
 	if err != nil {
 		var re *RemoteError
 		code := ""
