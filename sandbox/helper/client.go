@@ -92,12 +92,13 @@ type Client struct {
 	// answer by id, and the dials awaiting a socket by token; conns carry
 	// their bytes in messages, passed were handed over (both are ended
 	// when the session ends).
-	reqs   map[uint64]*request
-	tokens map[string]*request
-	conns  map[uint64]*msgConn
-	passed []*net.TCPConn
-	pass   *net.UnixListener // nil: no hand-overs
-	passWG sync.WaitGroup
+	reqs      map[uint64]*request
+	tokens    map[string]*request
+	conns     map[uint64]*msgConn
+	passed    []*net.TCPConn
+	pass      *net.UnixListener // nil: no hand-overs
+	passSlots chan struct{}     // one per hand-over being read
+	passWG    sync.WaitGroup
 }
 
 // call is one Run in flight.

@@ -225,26 +225,9 @@ func TestDialEcho(t *testing.T) {
 func TestDialIPv6Only(t *testing.T) {
 	t.Parallel()
 	transports(t, func(t *testing.T, p *portPair) {
-		l, err := net.Listen("tcp6", "[::1]:0")
-		if err != nil {
-			t.Fatalf("no IPv6 loopback here: %v", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// Nothing may take the port on 127.0.0.1 meanwhile: the server
-		// below binds [::1] only.
-		l6, err := net.Listen("tcp6", fmt.Sprintf("[::1]:%d", port))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l6.Close()
-		go func() {
-			c, err := l6.Accept()
-			if err == nil {
-				echo(c)
-				c.Close()
-			}
-		}()
+		// A server on [::1] alone: 127.0.0.1 refuses, the helper tries
+		// [::1] next.
+		port := server(t, "tcp6", echo)
 		c := dial(t, p, port)
 		roundTrip(t, c, 1000)
 		c.Close()

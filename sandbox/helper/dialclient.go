@@ -17,7 +17,7 @@ import (
 // session ends. Whatever arrives on l that is not the socket of a dial in
 // flight, with that dial's token, to the port it asked for, is closed.
 func WithPassListener(l *net.UnixListener) ClientOption {
-	return func(c *Client) { c.pass = l }
+	return func(c *Client) { c.pass, c.passSlots = l, make(chan struct{}, maxPendingPasses) }
 }
 
 // request is a dial or listeners request awaiting its answer.
@@ -37,6 +37,10 @@ type passResult struct {
 	tc  *net.TCPConn
 	err error
 }
+
+// maxPendingPasses bounds the hand-overs read at once: the pass socket is
+// reachable by every process in the sandbox.
+const maxPendingPasses = 64
 
 // dialPassWait bounds how long Dial waits for the socket of a dial the
 // helper says it handed over.
@@ -280,9 +284,16 @@ func (c *Client) acceptPassed() {
 			}
 			return
 		}
+		select {
+		case c.passSlots <- struct{}{}:
+		default: // a flood of connections that say nothing: drop the surplus
+			_ = u.Close()
+			continue
+		}
 		c.passWG.Add(1)
 		go func() {
 			defer c.passWG.Done()
+			defer func() { <-c.passSlots }()
 			defer u.Close()
 			token, tc, err := receiveDialed(u)
 			if err != nil {
