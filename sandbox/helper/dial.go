@@ -120,6 +120,7 @@ func (s *server) closeConns() {
 		conns = append(conns, mc)
 	}
 	s.mu.Unlock()
+	s.stopDials()
 	for _, mc := range conns {
 		mc.remoteClose(errors.New("the session ended"))
 	}
@@ -127,9 +128,16 @@ func (s *server) closeConns() {
 }
 
 // pipeConn copies between the dialed socket and the channel's end of the
-// connection, half-closes passing on, until both directions ended or
-// either side closed the whole connection.
+// connection, half-closes passing on, until both directions ended; the
+// end of the connection on the host's side (or of the session) closes the
+// socket at once, even while a write to it is stuck.
 func pipeConn(tc *net.TCPConn, mc *msgConn) {
+	watch := make(chan struct{})
+	go func() {
+		defer close(watch)
+		<-mc.Done()
+		_ = tc.Close()
+	}()
 	up := make(chan struct{})
 	go func() {
 		defer close(up)
@@ -138,13 +146,9 @@ func pipeConn(tc *net.TCPConn, mc *msgConn) {
 	}()
 	_, _ = io.Copy(tc, mc)
 	_ = tc.CloseWrite()
-	select {
-	case <-up:
-	case <-mc.Done():
-	}
-	_ = tc.Close()
-	_ = mc.Close()
 	<-up
+	_ = mc.Close()
+	<-watch
 }
 
 // listeners answers a listeners request.

@@ -356,6 +356,40 @@ func TestDialSessionCloseEndsConnections(t *testing.T) {
 	})
 }
 
+func TestDialSessionCloseWithAServerThatDoesNotRead(t *testing.T) {
+	t.Parallel()
+	transports(t, func(t *testing.T, p *portPair) {
+		release := make(chan struct{})
+		port := server(t, "tcp", func(net.Conn) { <-release })
+		t.Cleanup(func() { close(release) }) // before the server's cleanup
+		c := dial(t, p, port)
+		wrote := make(chan error, 1)
+		go func() {
+			// More than the socket buffers and the window hold: the
+			// helper's write to the server gets stuck.
+			_, err := c.Write(make([]byte, 64<<20))
+			wrote <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+		if err := p.c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.served:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Serve did not end: a connection's stuck write held the session")
+		}
+		select {
+		case err := <-wrote:
+			if err == nil {
+				t.Fatal("the write went through to a server that never read")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the host's write outlived the session")
+		}
+	})
+}
+
 func TestListeners(t *testing.T) {
 	t.Parallel()
 	transports(t, func(t *testing.T, p *portPair) {

@@ -83,6 +83,8 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	}
 	s := &server{runner: runner, out: w, enc: json.NewEncoder(w), log: opts.Log, cmds: make(map[uint64]*serverCmd), state: opts.State,
 		conns: make(map[uint64]*msgConn), passSocket: opts.PassSocket}
+	s.dialCtx, s.stopDials = context.WithCancel(ctx)
+	defer s.stopDials()
 	if opts.OwnProcess {
 		stop, err := s.ownProcess()
 		if err != nil {
@@ -153,6 +155,8 @@ type server struct {
 	shut       bool
 	dialWG     sync.WaitGroup
 	passSocket string
+	dialCtx    context.Context // ends with the session: dials under way stop
+	stopDials  context.CancelFunc
 
 	state     func() string
 	stateMu   sync.Mutex
@@ -272,7 +276,7 @@ func (s *server) handle(ctx context.Context, m Message) {
 		if shut {
 			return
 		}
-		go s.dial(ctx, m)
+		go s.dial(s.dialCtx, m)
 	case TypeData, TypeAck, TypeClose:
 		s.connMessage(m)
 	case TypeListeners:
