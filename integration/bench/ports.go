@@ -17,6 +17,7 @@ import (
 
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
+	"github.com/shiroagent/shiro/sandbox/kube"
 )
 
 // bulkServer is the server the ports section runs in the sandbox and, as
@@ -74,7 +75,7 @@ func portsBench(ctx context.Context, r *report) error {
 	defer done()
 	r.section("ports (issue 29)")
 
-	script := filepath.Join(ws, "bulk.pl") // the workspace is mounted: the sandbox sees it too
+	script := filepath.Join(ws, "bulk.pl") // the host's copy, for the baseline
 	if err := os.WriteFile(script, []byte(bulkServer), 0o644); err != nil {
 		return err
 	}
@@ -112,11 +113,11 @@ func portsBench(ctx context.Context, r *report) error {
 	// (a) Throughput: the best of three runs each way.
 	var direct, published float64
 	for range throughRuns {
-		d, err := download(hostBulk)
+		d, err := download(hostBulk, bulkBytes)
 		if err != nil {
 			return fmt.Errorf("direct: %w", err)
 		}
-		p, err := download(pubBulk)
+		p, err := download(pubBulk, bulkBytes)
 		if err != nil {
 			return fmt.Errorf("published: %w", err)
 		}
@@ -178,6 +179,87 @@ func portsBench(ctx context.Context, r *report) error {
 	r.add("channel: per-call overhead, quiet, median of 200", ms(quiet), "", true)
 	r.add("channel: per-call overhead while a command streams, median of 200", ms(busy), "<= 5 ms", busy <= 5*time.Millisecond)
 	r.add("the streaming command's output meanwhile", mibps(rate), "", true)
+	if os.Getenv("SHIRO_TEST_KUBECONFIG") == "" {
+		r.add("Kubernetes: not measured (no SHIRO_TEST_KUBECONFIG)", "", "", true)
+		return nil
+	}
+	return kubePorts(ctx, r, direct)
+}
+
+// kubeBulkBytes is one throughput run on Kubernetes, where the bytes
+// travel in messages on the exec's streams.
+const kubeBulkBytes = 64 << 20
+
+// kubePorts measures a published port on the Kubernetes test cluster
+// (the message path): throughput against the direct figure of the Docker
+// part, and connection set-up. No targets: the goal is the local
+// engine's; these say what the message path costs.
+func kubePorts(ctx context.Context, r *report, direct float64) error {
+	bin := os.Getenv("SHIRO_BIN")
+	state, err := os.MkdirTemp("", "shiro-bench-ports-kube-state-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+	ws, err := os.MkdirTemp("", "shiro-bench-ports-kube-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	c, err := kube.Connect(ctx, kube.ConnectOptions{Kubeconfig: os.Getenv("SHIRO_TEST_KUBECONFIG"), StateDir: state})
+	if err != nil {
+		return err
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 1001, 1001
+	}
+	sb, err := c.Open(ctx, kube.Options{Spec: sandbox.Spec{Workspace: ws, HelperBinary: bin + "-helper", UID: uid, GID: gid, Settings: sandbox.Settings{Memory: 512 << 20, CPUs: 1, Network: sandbox.NetworkNone}}})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sb.Close()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		_ = c.Remove(cctx, sb.Pod())
+		_, _ = c.RemoveClaims(cctx, ws)
+	}()
+	stopBulk, err := sandboxServer(ctx, sb, bulkPort, kubeBulkBytes)
+	if err != nil {
+		return err
+	}
+	defer stopBulk()
+	stopGreet, err := sandboxServer(ctx, sb, greetPort, 1)
+	if err != nil {
+		return err
+	}
+	defer stopGreet()
+	pubBulk, stopPub, err := publish(ctx, sb, bulkPort)
+	if err != nil {
+		return err
+	}
+	defer stopPub()
+	pubGreet, stopPubGreet, err := publish(ctx, sb, greetPort)
+	if err != nil {
+		return err
+	}
+	defer stopPubGreet()
+	var best float64
+	for range throughRuns {
+		p, err := download(pubBulk, kubeBulkBytes)
+		if err != nil {
+			return fmt.Errorf("kubernetes: %w", err)
+		}
+		best = max(best, p)
+	}
+	setup, err := timeN(20, func() error { return firstByte(pubGreet) })
+	if err != nil {
+		return err
+	}
+	r.add("Kubernetes: published port throughput, best of 3 (64 MiB, messages on the exec)", mibps(best), "", true)
+	r.add("Kubernetes: published / direct on the host", fmt.Sprintf("%.2fx", best/direct), "", true)
+	r.add("Kubernetes: connect to first byte, median of 20", ms(median(setup)), "", true)
 	return nil
 }
 
@@ -201,12 +283,15 @@ func perCall(ctx context.Context, sb *docker.Sandbox) (time.Duration, error) {
 
 // sandboxServer starts the bulk server on port in the sandbox, sending
 // total bytes a connection, and waits until it listens.
-func sandboxServer(ctx context.Context, sb *docker.Sandbox, port, total int) (func(), error) {
+func sandboxServer(ctx context.Context, sb sandbox.Sandbox, port, total int) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
 	lines := newLineWriter()
 	done := make(chan error, 1)
 	go func() {
-		_, err := sb.Run(ctx, sandbox.Command{Args: []string{"perl", "bulk.pl", strconv.Itoa(port), strconv.Itoa(total)}, Stdout: lines, Stderr: lines})
+		// The script goes with the command: a copy-mode sandbox does not
+		// see the host's workspace.
+		shell := fmt.Sprintf("cat > /tmp/bulk.pl <<'EOF'\n%sEOF\nexec perl /tmp/bulk.pl %d %d", bulkServer, port, total)
+		_, err := sb.Run(ctx, sandbox.Command{Shell: shell, Stdout: lines, Stderr: lines})
 		done <- err
 	}()
 	stop := func() { cancel(); <-done }
@@ -244,7 +329,7 @@ func hostServer(ctx context.Context, script string, total int) (string, func(), 
 
 // publish is a tiny stand-in for a published port: a listener on the
 // host's loopback whose every connection is spliced to DialPort(port).
-func publish(ctx context.Context, sb *docker.Sandbox, port int) (string, func(), error) {
+func publish(ctx context.Context, sb sandbox.PortDialer, port int) (string, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -292,7 +377,7 @@ func splice(a, b net.Conn) {
 }
 
 // download reads a connection to addr to its end and returns bytes/s.
-func download(addr string) (float64, error) {
+func download(addr string, want int64) (float64, error) {
 	start := time.Now()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -303,8 +388,8 @@ func download(addr string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n != bulkBytes {
-		return 0, fmt.Errorf("read %d bytes, want %d", n, bulkBytes)
+	if n != want {
+		return 0, fmt.Errorf("read %d bytes, want %d", n, want)
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
 }
