@@ -41,10 +41,26 @@ var (
 	portsBinDir  string
 )
 
+// shortHome is a HOME for h's user short enough for the session sockets'
+// paths (a Unix socket's is at most about 100 bytes): under the hostile
+// suite's, the helper would carry every connection's bytes itself.
+func shortHome(t *testing.T, h *hostile) string {
+	t.Helper()
+	home, err := os.MkdirTemp("/tmp", "sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	if err := os.Chown(home, h.uid, h.gid); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
 // asUser runs test (the caller) again as h's user in a copy of this test
-// binary, with the workspace ws and env, and fails t when that run did not
-// pass.
-func asUser(t *testing.T, h *hostile, test, ws string, env ...string) {
+// binary, with HOME home, the workspace ws and env, and fails t when that
+// run did not pass.
+func asUser(t *testing.T, h *hostile, test, home, ws string, env ...string) {
 	t.Helper()
 	portsBinOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "shiro-ports-bin-")
@@ -62,17 +78,6 @@ func asUser(t *testing.T, h *hostile, test, ws string, env ...string) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
-	// A HOME short enough for the session sockets' paths (a Unix socket's
-	// is at most about 100 bytes): the hostile suite's is too long, and
-	// the helper would carry the bytes itself.
-	home, err := os.MkdirTemp("/tmp", "sp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	if err := os.Chown(home, h.uid, h.gid); err != nil {
-		t.Fatal(err)
-	}
 	env = append(env, "HOME="+home, portsChild+"=1", portsWS+"="+ws, portsHelper+"="+filepath.Join(portsBinDir, "shiro-helper"))
 	if v := os.Getenv(testenv.KubeconfigEnv); v != "" {
 		env = append(env, testenv.KubeconfigEnv+"="+v)
@@ -233,7 +238,7 @@ func TestPortsDocker(t *testing.T) {
 		t.Parallel()
 		h := newHostile(t)
 		ws := h.workspace("ports")
-		asUser(t, h, "TestPortsDocker", ws)
+		asUser(t, h, "TestPortsDocker", shortHome(t, h), ws)
 		return
 	}
 	ws := os.Getenv(portsWS)
@@ -308,15 +313,16 @@ func TestPortsKube(t *testing.T) {
 		h := newHostile(t)
 		kubeconfig, _ := h.kubeconfig(kc)
 		ws := h.workspace("ports-kube")
+		home := shortHome(t, h)
 		flags := []string{"--backend", "kubernetes", "--memory", "512m", "--cpus", "1", "--network", "none"}
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			if out, err := h.command(ctx, ws, []string{"KUBECONFIG=" + kubeconfig}, h.bin, append([]string{"sandbox", "rm"}, flags...)...).CombinedOutput(); err != nil {
+			if out, err := h.command(ctx, ws, []string{"KUBECONFIG=" + kubeconfig, "HOME=" + home}, h.bin, append([]string{"sandbox", "rm"}, flags...)...).CombinedOutput(); err != nil {
 				t.Logf("shiro sandbox rm: %v: %s", err, out)
 			}
 		})
-		asUser(t, h, "TestPortsKube", ws, "KUBECONFIG="+kubeconfig)
+		asUser(t, h, "TestPortsKube", home, ws, "KUBECONFIG="+kubeconfig)
 		return
 	}
 	ws := os.Getenv(portsWS)
