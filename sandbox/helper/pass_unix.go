@@ -119,7 +119,7 @@ func passDialed(path, token string, tc *net.TCPConn) error {
 
 // receiveDialed reads one hand-over from the pass socket: the token line
 // and the one TCP socket it carries. Anything else is an error matching
-// errNotForwarder (the descriptors that came are closed); the token is
+// errNotDialed (the descriptors that came are closed); the token is
 // returned with it when the line was read, so that the dial it names
 // fails at once.
 func receiveDialed(u *net.UnixConn) (string, *net.TCPConn, error) {
@@ -137,20 +137,20 @@ func receiveDialed(u *net.UnixConn) (string, *net.TCPConn, error) {
 		}
 	}()
 	if n < 2 || buf[n-1] != '\n' {
-		return "", nil, errNotForwarder
+		return "", nil, errNotDialed
 	}
 	token := string(buf[:n-1])
 	if flags&unix.MSG_CTRUNC != 0 || len(files) != 1 {
-		return token, nil, fmt.Errorf("%w: %d descriptors", errNotForwarder, len(files))
+		return token, nil, fmt.Errorf("%w: %d descriptors", errNotDialed, len(files))
 	}
 	c, err := net.FileConn(files[0])
 	if err != nil {
-		return token, nil, fmt.Errorf("%w: %w", errNotForwarder, err)
+		return token, nil, fmt.Errorf("%w: %w", errNotDialed, err)
 	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		_ = c.Close()
-		return token, nil, fmt.Errorf("%w: a %T", errNotForwarder, c)
+		return token, nil, fmt.Errorf("%w: a %T", errNotDialed, c)
 	}
 	return token, tc, nil
 }
