@@ -18,6 +18,10 @@ var jobOutputDoc string
 // JobMaxWait caps job_output's wait, in seconds.
 const JobMaxWait = 60
 
+// jobReadLimit is the most output bytes one job_output returns, so that
+// the result fits the output cap whole and "next" is where it stopped.
+const jobReadLimit = 24_000
+
 type jobOutputParams struct {
 	ID    string `json:"id" desc:"The job's id (job-1, ...), as bash with run_in_background returned it."`
 	Since int    `json:"since,omitempty" jsonschema:"minimum=0" desc:"Byte offset to read from (the 'next' of an earlier read). Default: where the last job_output of this job ended."`
@@ -47,7 +51,7 @@ func runJobOutput(ctx context.Context, env *Env, p *jobOutputParams) (Result, er
 	if j == nil {
 		return res, nil
 	}
-	o := jobs.ReadOptions{Tail: p.Tail, Wait: time.Duration(min(p.Wait, JobMaxWait)) * time.Second}
+	o := jobs.ReadOptions{Tail: p.Tail, Wait: time.Duration(min(p.Wait, JobMaxWait)) * time.Second, Limit: jobReadLimit}
 	if has, _ := ctx.Value(sinceKey{}).(bool); has {
 		if p.Tail > 0 {
 			return Errorf("Invalid input for job_output: give since or tail, not both"), nil
@@ -66,7 +70,10 @@ func renderRead(r jobs.Read) string {
 	if st.Running() {
 		head += fmt.Sprintf(" (for %s)", st.Uptime(time.Now()))
 	}
-	parts := []string{head + fmt.Sprintf("\noutput bytes %d-%d (next: %d)", r.From, r.Next, r.Next)}
+	parts := []string{head + fmt.Sprintf("\noutput bytes %d-%d of %d (next: %d)", r.From, r.Next, st.Output, r.Next)}
+	if r.Next < st.Output {
+		parts = append(parts, fmt.Sprintf("[%d more bytes after these: read on with since=%d]", st.Output-r.Next, r.Next))
+	}
 	if m := r.Marker(); m != "" {
 		parts = append(parts, m)
 	}

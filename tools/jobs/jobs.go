@@ -164,6 +164,10 @@ type Job struct {
 	cancel  context.CancelFunc
 	pid     atomic.Int64
 	done    chan struct{} // closed when Run returned
+	// started is closed once the command has started (its pid known) or
+	// ended: the sandbox may have had to open first.
+	running     chan struct{}
+	startedOnce sync.Once
 
 	stdinMu sync.Mutex
 	stdin   *io.PipeWriter // nil without stdin, or once closed
@@ -192,8 +196,7 @@ func (j *Job) Status() Status {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	s := Status{ID: j.id, Command: j.command, Pid: int(j.pid.Load()), State: StateRunning, Started: j.started, Stdin: j.hasIn, Output: j.out.Total()}
-	select {
-	case <-j.done:
+	if !j.ended.IsZero() {
 		s.Ended = j.ended
 		s.Code, s.Signal = j.res.ExitCode, j.res.Signal
 		switch {
@@ -204,7 +207,6 @@ func (j *Job) Status() Status {
 		default:
 			s.State = StateExited
 		}
-	default:
 	}
 	s.LastLine = lastLine(j.out)
 	return s
@@ -233,7 +235,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 		return nil, ErrClosed
 	}
 	m.next++
-	j := &Job{id: fmt.Sprintf("job-%d", m.next), command: spec.Command, started: time.Now(), out: NewRing(m.ringSize), done: make(chan struct{}), hasIn: spec.Stdin}
+	j := &Job{id: fmt.Sprintf("job-%d", m.next), command: spec.Command, started: time.Now(), out: NewRing(m.ringSize), done: make(chan struct{}), running: make(chan struct{}), hasIn: spec.Stdin}
 	caller, _ := sandbox.CallerFrom(ctx)
 	caller.Summary = j.id + ": " + clipLine(spec.Command, 100)
 	jctx, cancel := context.WithCancel(sandbox.WithCaller(context.WithoutCancel(ctx), caller))
@@ -242,7 +244,10 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 	m.wg.Add(1)
 	m.mu.Unlock()
 
-	cmd := sandbox.Command{Shell: spec.Command, Dir: spec.Dir, Env: spec.Env, Stdout: j.out, Stderr: j.out, Started: func(pid int) { j.pid.Store(int64(pid)) }}
+	cmd := sandbox.Command{Shell: spec.Command, Dir: spec.Dir, Env: spec.Env, Stdout: j.out, Stderr: j.out, Started: func(pid int) {
+		j.pid.Store(int64(pid))
+		j.markStarted()
+	}}
 	var pr *io.PipeReader
 	if spec.Stdin {
 		pr, j.stdin = io.Pipe()
@@ -256,11 +261,14 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 		if pr != nil {
 			pr.CloseWithError(ErrStdinClosed)
 		}
+		// The end is recorded, noted and published before Done closes, so
+		// that whoever waited for Done (Kill) finds all of it.
+		defer close(j.done)
+		defer j.markStarted()
 		j.mu.Lock()
 		j.res, j.err, j.ended = res, err, time.Now()
 		killed := j.killed
 		j.mu.Unlock()
-		close(j.done)
 		st := j.Status()
 		kind := EventExited
 		if killed {
@@ -289,9 +297,17 @@ func clipLine(s string, n int) string {
 	return s
 }
 
-// First waits for the job's first output: until it printed limit bytes,
-// ended, wait passed or ctx ended, whichever comes first.
+func (j *Job) markStarted() { j.startedOnce.Do(func() { close(j.running) }) }
+
+// First waits for the job to start (the sandbox may have to open first;
+// bounded by ctx), then for its first output: until it printed limit
+// bytes, ended, wait passed or ctx ended, whichever comes first.
 func (j *Job) First(ctx context.Context, wait time.Duration, limit int64) {
+	select {
+	case <-j.running:
+	case <-ctx.Done():
+		return
+	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
@@ -372,6 +388,10 @@ type ReadOptions struct {
 	// Wait, when > 0, waits that long for output after Since (or, with
 	// Tail, for any new output) or for the end, whichever comes first.
 	Wait time.Duration
+	// Limit, when > 0, returns at most that many bytes: the first ones
+	// after Since (the next read goes on from there), the last ones of a
+	// Tail.
+	Limit int
 }
 
 // Read returns the job's output as o asks, waiting as it says.
@@ -411,8 +431,16 @@ func (j *Job) Read(ctx context.Context, o ReadOptions) Read {
 	var c Chunk
 	if o.Tail > 0 {
 		c = j.out.Tail(o.Tail)
+		if o.Limit > 0 && len(c.Data) > o.Limit {
+			cut := len(c.Data) - o.Limit
+			c.Data, c.From = c.Data[cut:], c.From+int64(cut)
+		}
 	} else {
 		c = j.out.Since(since)
+		if o.Limit > 0 && len(c.Data) > o.Limit {
+			c.Data = c.Data[:o.Limit]
+			c.Next = c.From + int64(o.Limit)
+		}
 	}
 	j.mu.Lock()
 	j.seen = max(j.seen, c.Next)
@@ -441,10 +469,8 @@ func (j *Job) Input(text string, closeIn bool) error {
 	if j.stdin == nil {
 		return ErrStdinClosed
 	}
-	select {
-	case <-j.done:
+	if !j.Status().Running() {
 		return ErrStdinClosed
-	default:
 	}
 	if text != "" {
 		if _, err := j.stdin.Write([]byte(text)); err != nil {
@@ -467,9 +493,7 @@ func (m *Manager) Kill(ctx context.Context, id string) (Status, error) {
 		return Status{}, err
 	}
 	j.mu.Lock()
-	select {
-	case <-j.done:
-	default:
+	if j.ended.IsZero() {
 		j.killed = true
 	}
 	j.told = true
@@ -529,9 +553,7 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	for _, j := range list {
 		j.mu.Lock()
-		select {
-		case <-j.done:
-		default:
+		if j.ended.IsZero() {
 			j.killed = true
 		}
 		j.mu.Unlock()

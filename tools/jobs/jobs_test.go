@@ -153,7 +153,7 @@ func TestKillReachesForkedAndSetsidChildren(t *testing.T) {
 		t.Fatal("setsid is needed (util-linux)")
 	}
 	m, ev, dir := newManagerIn(t)
-	j, err := m.Start(t.Context(), Spec{Command: `(setsid sh -c 'echo $$ > pids; exec sleep 300' &) ; sh -c 'sleep 300 & echo $! >> pids; wait' & echo ready; wait`})
+	j, err := m.Start(t.Context(), Spec{Command: `(setsid sh -c 'echo $$ > pid1; exec sleep 300' &) ; sh -c 'sleep 300 & echo $! > pid2; wait' & echo ready; wait`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestKillReachesForkedAndSetsidChildren(t *testing.T) {
 	var pids []int
 	deadline := time.Now().Add(10 * time.Second)
 	for len(pids) < 2 && time.Now().Before(deadline) {
-		pids = readPids(filepath.Join(dir, "pids"))
+		pids = append(readPids(filepath.Join(dir, "pid1")), readPids(filepath.Join(dir, "pid2"))...)
 		time.Sleep(20 * time.Millisecond)
 	}
 	if len(pids) < 2 {

@@ -1,0 +1,235 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shiroagent/shiro/integration/fakemodel"
+)
+
+// bgCall is a bash call that starts a background job.
+func bgCall(id, command string, stdin bool) fakemodel.ToolCall {
+	in := map[string]any{"command": command, "run_in_background": true}
+	if stdin {
+		in["stdin"] = true
+	}
+	return toolCall(id, "bash", in)
+}
+
+func reply(calls ...fakemodel.ToolCall) fakemodel.Reply {
+	return fakemodel.Reply{ToolCalls: calls}
+}
+
+// containerProcs lists the processes of the workspace's container, seen
+// from outside it (docker top), one command line each.
+func (h *hostile) containerProcs(ws string) []string {
+	h.t.Helper()
+	return top(h.t, h.api, onlyContainer(h.t, h.api, ws))
+}
+
+func anyMatch(procs []string, needle string) bool {
+	for _, p := range procs {
+		if strings.Contains(p, needle) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestJobs drives one headless session, as a normal user on the real
+// Docker sandbox, through every job the issue names: one that exits by
+// itself (state, code, and the note the model gets without asking), one
+// driven through job_input (an interactive bash: the default image has no
+// python3), one that reads stdin without stdin:true (end-of-file), one
+// printing 10 MiB (the ring's marker, its bound), one that forks and
+// setsids and is killed (nothing of it left, checked with docker top while
+// the session still runs), and one still running when the session ends
+// (gone afterwards).
+func TestJobs(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	ws := h.workspace("jobs")
+
+	killed := make(chan struct{})
+	release := make(chan struct{})
+	listed := make(chan []string, 1)
+	go func() {
+		select {
+		case <-killed:
+		case <-t.Context().Done():
+			return
+		}
+		listed <- h.containerProcs(ws)
+		close(release)
+	}()
+
+	res, reqs := h.headless(ws,
+		reply(bgCall("c1", "echo first; sleep 1.5; echo last; exit 3", false)),
+		reply(bgCall("c2", "bash --norc --noprofile -i 2>&1", true)),
+		reply(toolCall("c3", "job_input", map[string]any{"id": "job-2", "text": "echo $((6*7))\n"})),
+		reply(bgCall("c4", `read line; echo "read: $? [$line]"`, false)),
+		reply(bgCall("c5", `head -c 10485760 /dev/zero | tr '\0' x; echo; echo ten-mib-done`, false)),
+		reply(bgCall("c6", `(setsid sleep 1001 &); sh -c 'sleep 1002 & wait' & echo forked; sleep 1003`, false)),
+		reply(bashCall("c6b", "sleep 3")),
+		reply(toolCall("c7", "job_output", map[string]any{"id": "job-1", "wait": 10})),
+		reply(toolCall("c8", "job_output", map[string]any{"id": "job-3", "wait": 10})),
+		reply(toolCall("c9", "job_output", map[string]any{"id": "job-4", "since": 0})),
+		reply(toolCall("c9b", "job_output", map[string]any{"id": "job-4", "tail": 2})),
+		reply(toolCall("c10", "job_output", map[string]any{"id": "job-2", "wait": 5})),
+		reply(toolCall("c11", "job_kill", map[string]any{"id": "job-5"})),
+		fakemodel.Reply{Reached: killed, Hold: release, ToolCalls: []fakemodel.ToolCall{bgCall("c12", "sleep 1004", false)}},
+		fakemodel.Reply{Text: "done"},
+	)
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+
+	if got := resultOf(t, reqs, "c1"); !strings.Contains(got, "job-1 started in the background (pid ") || !strings.Contains(got, "first") {
+		t.Errorf("bash run_in_background's result: %q", got)
+	}
+	// job-1 ended by itself while other calls ran: a later result says so,
+	// once, before any job_output of it.
+	notes := 0
+	for _, id := range []string{"c2", "c3", "c4", "c5", "c6", "c6b"} {
+		if strings.Contains(resultOf(t, reqs, id), "[job] job-1 (") {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("the note of job-1's end came %d times before c7, want once", notes)
+	}
+	if got := resultOf(t, reqs, "c7"); !strings.Contains(got, "job-1: exited with code 3") || !strings.Contains(got, "last") {
+		t.Errorf("job_output of the job that exited: %q", got)
+	}
+	if got := resultOf(t, reqs, "c3"); !strings.Contains(got, "42") {
+		t.Errorf("job_input to the interactive shell: %q", got)
+	}
+	if got := resultOf(t, reqs, "c8"); !strings.Contains(got, "read: 1 []") || !strings.Contains(got, "exited with code 0") {
+		t.Errorf("a job reading stdin without stdin:true: %.300q", got)
+	}
+	got9 := resultOf(t, reqs, "c9")
+	if !strings.Contains(got9, "job-4: exited with code 0") || !strings.Contains(got9, "bytes of earlier output dropped: only the last 1048576 bytes are kept") || !strings.Contains(got9, "more bytes after these: read on with since=") {
+		t.Errorf("job_output of 10 MiB from 0: %.400q", got9)
+	}
+	if len(got9) > 30_000 {
+		t.Errorf("job_output returned %d characters: more than the output cap", len(got9))
+	}
+	if got := resultOf(t, reqs, "c9b"); !strings.Contains(got, "ten-mib-done") {
+		t.Errorf("job_output tail of the 10 MiB job: %.400q", got)
+	}
+	if got := resultOf(t, reqs, "c11"); !strings.Contains(got, "job-5 killed") {
+		t.Errorf("job_kill: %q", got)
+	}
+	var during []string
+	select {
+	case during = <-listed:
+	default:
+		t.Fatal("the processes were not listed while the session ran")
+	}
+	for _, n := range []string{"sleep 1001", "sleep 1002", "sleep 1003"} {
+		if anyMatch(during, n) {
+			t.Errorf("%q outlived job_kill: %q", n, during)
+			break
+		}
+	}
+	if !anyMatch(during, "bash --norc --noprofile -i") {
+		t.Errorf("job-2 did not run across the calls: %q", during)
+	}
+	if !strings.Contains(res.stderr, "[job] job-1 exited with code 3") {
+		t.Errorf("headless printed no line for job-1's end:\n%s", res.stderr)
+	}
+	// The session ended: every job with it, the container is left clean.
+	after := h.containerProcs(ws)
+	for _, n := range []string{"sleep 100", "bash --norc"} {
+		if anyMatch(after, n) {
+			t.Errorf("a job's process outlived the session: %q", after)
+		}
+	}
+	h.noMarker()
+}
+
+// TestJobsUndoAndCopyMode: an undo while a job runs is refused until the
+// job is stopped (headless: the next session has no job, so the undo
+// runs; within a session, Session.PlanUndo says which jobs stop it: the
+// unit tests); a job's writes after its turn ended are not the turn's;
+// in copy mode a job's writes stay in the sandbox's copy and are listed
+// with the turn's changes.
+func TestJobsCopyMode(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	ws := h.workspace("jobs-copy")
+	if err := os.WriteFile(filepath.Join(ws, "keep.txt"), []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(filepath.Join(ws, "keep.txt"), h.uid, h.gid)
+	srv := fakemodel.New(t,
+		reply(bgCall("c1", "sleep 0.5; echo from-job > job.txt; echo wrote", false)),
+		reply(toolCall("c2", "job_output", map[string]any{"id": "job-1", "wait": 20})),
+		fakemodel.Reply{Text: "done"},
+	)
+	home := h.dir("shiro-home-copy", 0o700)
+	env := append([]string{"SHIRO_HOME=" + home, "ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "SHIRO_API_KEY=", "SHIRO_MODEL=", "SHIRO_OPENAI_API="}, providers[0].env(srv.URL)...)
+	res := h.shiro(ws, env, "-p", "--yolo", "--workspace", "copy", "go")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if got := resultOf(t, srv.Requests(), "c2"); !strings.Contains(got, "wrote") || !strings.Contains(got, "exited with code 0") {
+		t.Fatalf("job_output: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "job.txt")); err == nil {
+		t.Error("a job in copy mode wrote into the workspace itself")
+	}
+	if !strings.Contains(res.stderr, "job.txt") {
+		t.Errorf("the copy's changes do not list the job's file:\n%s", res.stderr)
+	}
+	h.noMarker()
+}
+
+// TestHostileWithAJob replays representative attacks on the host's git,
+// its hooks and /undo while a background job of the command's uid keeps
+// trying to plant a hook and an fsmonitor and to swap .git for a symlink
+// across turns; the host runs git throughout and after, and nothing may
+// run on the host.
+func TestHostileWithAJob(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	ws := h.workspace("hostile-job")
+	h.hookRepo(ws)
+	before := gitListing(t, ws)
+	planter := strings.Join([]string{
+		"for i in $(seq 1 200); do",
+		"printf '#!/bin/sh\\n" + h.plant("job-hook") + "\\n' > .git/hooks/pre-commit 2>/dev/null; chmod +x .git/hooks/pre-commit 2>/dev/null;",
+		"git config core.fsmonitor '" + h.plant("job-fsmonitor") + "' 2>/dev/null;",
+		"ln -sfn .git d 2>/dev/null; mkdir -p sub && (cd sub && git init -q 2>/dev/null; git config core.fsmonitor '" + h.plant("job-sub") + "' 2>/dev/null);",
+		"sleep 0.05; done",
+	}, " ")
+	stop := h.gitLoop([]string{ws})
+	res, reqs := h.headless(ws,
+		reply(bgCall("c1", planter, false)),
+		reply(toolCall("c2", "write_file", map[string]any{"path": "d/hooks/pre-commit", "content": "#!/bin/sh\n" + h.plant("write-through-link") + "\n"})),
+		reply(bashCall("c3", "sleep 3; echo attacked")),
+		reply(toolCall("c4", "job_output", map[string]any{"id": "job-1", "tail": 3})),
+		fakemodel.Reply{Text: "done"},
+	)
+	stop()
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if got := resultOf(t, reqs, "c4"); !strings.Contains(got, "job-1: running") {
+		t.Errorf("the planting job was not running across the calls: %q", got)
+	}
+	h.hostGit(ws)
+	h.hostGit(filepath.Join(ws, "sub"))
+	h.noMarker()
+	sameGit(t, before, gitListing(t, ws))
+
+	// An undo after the session (no job is left to race it) goes through
+	// the write gate: it puts back nothing through the job's symlink.
+	res = h.shiro(ws, []string{"SHIRO_HOME=" + filepath.Join(h.base, "shiro-home-"+filepath.Base(ws))}, "undo", "--yes")
+	t.Logf("undo: exit %d: %s", res.code, res.stderr)
+	h.hostGit(ws)
+	h.noMarker()
+	sameGit(t, before, gitListing(t, ws))
+}
