@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/integration/fakemodel"
 )
@@ -232,4 +235,47 @@ func TestHostileWithAJob(t *testing.T) {
 	h.hostGit(ws)
 	h.noMarker()
 	sameGit(t, before, gitListing(t, ws))
+}
+
+// TestJobKeepsTheContainerUpUntilTheSessionEnds: with an idle timeout far
+// shorter than the session, a running job keeps its container (the
+// session is open: init counts it), and once the session ended the
+// container stops by itself with nothing of the job left.
+func TestJobKeepsTheContainerUpUntilTheSessionEnds(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	ws := h.workspace("jobs-idle")
+	srv := fakemodel.New(t,
+		reply(bgCall("c1", "echo up; sleep 1005", false)),
+		reply(bashCall("c2", "sleep 6; echo slept")),
+		reply(toolCall("c3", "job_output", map[string]any{"id": "job-1", "since": 0})),
+		fakemodel.Reply{Text: "done"},
+	)
+	home := h.dir("shiro-home-idle", 0o700)
+	env := append([]string{"SHIRO_HOME=" + home, "ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "SHIRO_API_KEY=", "SHIRO_MODEL=", "SHIRO_OPENAI_API="}, providers[0].env(srv.URL)...)
+	res := h.shiro(ws, env, "-p", "--yolo", "--idle-timeout", "2s", "go")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if got := resultOf(t, srv.Requests(), "c3"); !strings.Contains(got, "job-1: running") || !strings.Contains(got, "up") {
+		t.Fatalf("the job did not outlive the idle timeout while the session ran: %q", got)
+	}
+	id := onlyContainer(t, h.api, ws)
+	stopped := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		info, err := h.api.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Container.State == nil || !info.Container.State.Running {
+			stopped = true
+			break
+		}
+		if procs := top(t, h.api, id); anyMatch(procs, "sleep 1005") {
+			t.Fatalf("the job outlived its session: %q", procs)
+		}
+	}
+	if !stopped {
+		t.Error("the container did not stop by itself after the session (idle timeout 2s)")
+	}
 }
