@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shiroagent/shiro/integration/fakemodel"
+	"github.com/shiroagent/shiro/integration/testenv"
 )
 
 // bgCall is a bash call that starts a background job.
@@ -277,5 +279,65 @@ func TestJobKeepsTheContainerUpUntilTheSessionEnds(t *testing.T) {
 	}
 	if !stopped {
 		t.Error("the container did not stop by itself after the session (idle timeout 2s)")
+	}
+}
+
+// TestKubeJobs: on the Kubernetes backend a job runs across calls over the
+// same channel, job_input reaches it, job_kill ends its whole tree (a
+// setsid child included) and the session's end ends the rest: a bash of
+// the next session (a fresh exec) lists the pod's processes.
+func TestKubeJobs(t *testing.T) {
+	t.Parallel()
+	kc := testenv.RequireKube(t)
+	h := newHostile(t)
+	kubeconfig, _ := h.kubeconfig(kc)
+	ws := h.workspace("kube-jobs")
+	flags := []string{"--backend", "kubernetes", "--memory", "512m", "--cpus", "1", "--network", "none"}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if out, err := h.command(ctx, ws, []string{"KUBECONFIG=" + kubeconfig}, h.bin, append([]string{"sandbox", "rm"}, flags...)...).CombinedOutput(); err != nil {
+			t.Logf("shiro sandbox rm: %v: %s", err, out)
+		}
+	})
+	srv := fakemodel.New(t,
+		reply(bgCall("k1", "while read l; do echo \"got $l\"; done", true)),
+		reply(toolCall("k2", "job_input", map[string]any{"id": "job-1", "text": "ping\n"})),
+		reply(bgCall("k3", "(setsid sleep 1011 &); sleep 1012", false)),
+		reply(toolCall("k4", "job_kill", map[string]any{"id": "job-2"})),
+		reply(bashCall("k5", "ps -eo args | grep -c '[s]leep 101'")),
+		fakemodel.Reply{Text: "done"},
+	)
+	env := append(providers[0].env(srv.URL), "KUBECONFIG="+kubeconfig, "SHIRO_HOME="+h.dir("shiro-home-kube", 0o700))
+	res := h.shiro(ws, env, append(append([]string{"-p", "--yolo"}, flags...), "go")...)
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	reqs := srv.Requests()
+	if got := resultOf(t, reqs, "k1"); !strings.Contains(got, "job-1 started in the background (pid ") {
+		t.Errorf("bash run_in_background on the pod: %q", got)
+	}
+	if got := resultOf(t, reqs, "k2"); !strings.Contains(got, "got ping") {
+		t.Errorf("job_input on the pod: %q", got)
+	}
+	if got := resultOf(t, reqs, "k4"); !strings.Contains(got, "job-2 killed") {
+		t.Errorf("job_kill on the pod: %q", got)
+	}
+	if got := resultOf(t, reqs, "k5"); !strings.Contains(got, "stdout:\n0") {
+		t.Errorf("a process of the killed job is left in the pod: %q", got)
+	}
+
+	// The next session finds nothing of the first one's jobs.
+	srv2 := fakemodel.New(t,
+		reply(bashCall("n1", "ps -eo args | grep -c '[w]hile read l' || true")),
+		fakemodel.Reply{Text: "done"},
+	)
+	env = append(providers[0].env(srv2.URL), "KUBECONFIG="+kubeconfig, "SHIRO_HOME="+h.dir("shiro-home-kube", 0o700))
+	res = h.shiro(ws, env, append(append([]string{"-p", "--yolo"}, flags...), "look")...)
+	if res.code != 0 {
+		t.Fatalf("second session: exit %d\nstderr: %s", res.code, res.stderr)
+	}
+	if got := resultOf(t, srv2.Requests(), "n1"); !strings.Contains(got, "stdout:\n0") {
+		t.Errorf("a job of the first session outlived it in the pod: %q", got)
 	}
 }
