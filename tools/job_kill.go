@@ -35,7 +35,7 @@ func runJobKill(ctx context.Context, env *Env, p *jobKillParams) (Result, error)
 		return Result{}, fmt.Errorf("kill %s: %w", j.ID(), err)
 	}
 	r := j.Read(ctx, jobs.ReadOptions{Tail: 5})
-	text := fmt.Sprintf("%s %s after %s.", st.ID, st.Ending(), st.Uptime(time.Now()))
+	text := fmt.Sprintf("%s %s after %s (its whole process tree).", st.ID, st.Ending(), st.Uptime(time.Now()))
 	if !before.Running() {
 		text = fmt.Sprintf("%s had already ended: %s.", st.ID, st.Ending())
 	}

@@ -85,7 +85,7 @@ func (s Status) Ending() string {
 	case StateRunning:
 		return "running"
 	case StateKilled:
-		return "killed (its whole process tree)"
+		return "killed"
 	case StateFailed:
 		return "failed: " + s.Err
 	}
