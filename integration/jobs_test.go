@@ -341,3 +341,55 @@ func TestKubeJobs(t *testing.T) {
 		t.Errorf("a job of the first session outlived it in the pod: %q", got)
 	}
 }
+
+// TestTUIJobs: in the chat UI a job that connects after its turn ended is
+// asked about by name ("job-1: <command>", from the host's own list of
+// what runs), /jobs lists it running and kills it from its choice, and the
+// end is a notice line.
+func TestTUIJobs(t *testing.T) {
+	t.Parallel()
+	api := testenv.RequireDocker(t)
+	testenv.RequireImage(t, api)
+	requireTmux(t)
+	ws := testenv.Workspace(t, api)
+	ip := remoteServer(t, token(t, "job-host"))
+	command := "sleep 3; curl -sS -m 100 http://" + ip + ":8080/; sleep 1021"
+	srv := fakemodel.New(t,
+		reply(bgCall("jb1", command, false)),
+		fakemodel.Reply{Text: "Started the job."},
+	)
+	env := append(headlessEnv(t, providers[0], srv.URL), "TERM=xterm-256color")
+	s := newTmux(t, ws, tuiWidth, tuiHeight, env, testenv.Binary(t), "--yolo")
+	s.run("set-option", "-t", s.name, "remain-on-exit", "on")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screen at the end:\n%s", s.screen())
+		}
+	})
+	s.waitFor("sandbox ready", 2*time.Minute)
+	s.keys("start it", true)
+	s.waitFor("Started the job.", 30*time.Second)
+	scr := s.waitFor("the sandbox wants to connect to "+ip+":8080", 30*time.Second)
+	if !strings.Contains(scr, "bash: job-1: sleep 3; curl") {
+		t.Errorf("the ask does not name the job:\n%s", scr)
+	}
+	s.waitFor("y allow once | a always for this project | n deny | d always deny", 5*time.Second)
+	s.keys("n", false)
+	s.waitGone("wants to connect", 10*time.Second)
+
+	s.keys("/jobs", true)
+	scr = s.waitFor("Kill a background job?", 10*time.Second)
+	for _, want := range []string{"/jobs: 1 job(s)", "job-1", "running", "Kill job-1 (sleep 3; curl"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("/jobs lacks %q:\n%s", want, scr)
+		}
+	}
+	s.waitFor("up/down move | enter choose", 5*time.Second) // the form takes keys
+	s.press("Enter")
+	s.waitFor("job-1 killed", 20*time.Second)
+	id := onlyContainer(t, api, ws)
+	if procs := top(t, api, id); anyMatch(procs, "sleep 1021") {
+		t.Errorf("the killed job's process is left: %q", procs)
+	}
+	s.quit()
+}
