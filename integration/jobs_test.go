@@ -393,3 +393,50 @@ func TestTUIJobs(t *testing.T) {
 	}
 	s.quit()
 }
+
+// TestHostileJobCannotReachTheHelpers: the ptracer attack on PID 1, serve,
+// forward and the reapers, run as a background job that lives across
+// calls (the hijacker) and probed from a second job: the command's uid
+// reaches none of them, and what the next command runs is its own.
+func TestHostileJobCannotReachTheHelpers(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	ws := h.workspace("job-helpers")
+	h.repo(ws)
+	p := h.ptracer(ws)
+	res, reqs := h.headless(ws,
+		reply(bgCall("j1", p+" hijack 8s /tmp/hijack.log", false)),
+		reply(bashCall("j2", "sleep 1; echo mine")),
+		reply(bgCall("j3", p+" probe", false)),
+		reply(toolCall("j4", "job_output", map[string]any{"id": "job-2", "since": 0, "wait": 20})),
+		reply(bashCall("j5", "sleep 1; echo mine again; cat /tmp/hijack.log")),
+		fakemodel.Reply{Text: "done"},
+	)
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
+	}
+	for _, id := range []string{"j2", "j5"} {
+		if got := resultOf(t, reqs, id); strings.Contains(got, "HIJACKED") || !strings.Contains(got, "mine") || strings.Contains(got, "wrote into fd3") {
+			t.Errorf("%s's result is not its own:\n%s", id, got)
+		}
+	}
+	report := resultOf(t, reqs, "j4")
+	seen := 0
+	for _, line := range strings.Split(report, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[2], "attach=") {
+			continue
+		}
+		seen++
+		for _, probe := range f[2:] {
+			if strings.HasSuffix(probe, "=ok") || strings.Contains(probe, "=ok:") {
+				t.Errorf("a job reached helper %s (pid %s): %s", f[1], f[0], line)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Errorf("the probe job reported no helper process:\n%s", report)
+	}
+	h.hostGit(ws)
+	h.noMarker()
+}
