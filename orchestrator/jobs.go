@@ -10,13 +10,6 @@ import (
 	"github.com/shiroagent/shiro/tools/jobs"
 )
 
-// JobEvent is a background job that started, ended by itself (Kind
-// "exited") or was killed (job_kill, /jobs, the session's end), from the
-// goroutine of the tool call that started or killed it, or the job's own.
-type JobEvent struct{ jobs.Event }
-
-func (JobEvent) sessionEvent() {}
-
 // ErrJobsRunning is the error of an undo while background jobs run: what
 // they write would race the files being put back. Stop them first
 // (KillJobs), then undo.
