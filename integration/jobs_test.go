@@ -377,6 +377,13 @@ func TestTUIJobs(t *testing.T) {
 	s.keys("n", false)
 	s.waitGone("wants to connect", 10*time.Second)
 
+	// An undo while the job runs asks to stop it first.
+	s.keys("/undo", true)
+	s.waitFor("Background jobs are running: job-1 (sleep 3; curl", 10*time.Second)
+	s.waitFor("up/down move | enter choose", 5*time.Second)
+	s.press("Escape")
+	s.waitFor("undo cancelled", 5*time.Second)
+
 	s.keys("/jobs", true)
 	scr = s.waitFor("Kill a background job?", 10*time.Second)
 	for _, want := range []string{"/jobs: 1 job(s)", "job-1", "running", "Kill job-1 (sleep 3; curl"} {
@@ -391,6 +398,15 @@ func TestTUIJobs(t *testing.T) {
 	if procs := top(t, api, id); anyMatch(procs, "sleep 1021") {
 		t.Errorf("the killed job's process is left: %q", procs)
 	}
+	// With no job left, the undo goes straight to its plan.
+	s.keys("/undo", true)
+	scr = s.waitFor("and rewind the conversation?", 10*time.Second)
+	if strings.Contains(scr, "Background jobs are running") {
+		t.Errorf("the undo still asks about the killed job:\n%s", scr)
+	}
+	s.waitFor("up/down move | enter choose", 5*time.Second)
+	s.press("Escape")
+	s.waitFor("undo cancelled", 5*time.Second)
 	s.quit()
 }
 
