@@ -28,10 +28,12 @@ func (v Variant) Allows(name string) bool { return v.Allow == nil || slices.Cont
 
 // ReadOnlyTools is the allow-list of the read-only variants (plan,
 // review): reading, searching, git inspection, the subagent, the task list
-// and memory without forget. No tool that writes or runs a command, no ask.
+// and memory without forget, and job_output (reading what a background job
+// started earlier prints). No tool that writes, runs, kills or feeds a
+// command, no ask.
 var ReadOnlyTools = []string{
 	"read_file", "read_many_files", "glob", "grep", "list_dir",
-	"git_status", "git_diff", "git_log", "git_show", "git_blame",
+	"git_status", "git_diff", "git_log", "git_show", "git_blame", "job_output",
 	"task", "todo_write", "remember", "recall", "skill",
 }
 

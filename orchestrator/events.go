@@ -8,6 +8,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
+	"github.com/shiroagent/shiro/tools/jobs"
 )
 
 // Event is one thing a session tells its front end (the chat UI, headless
@@ -78,7 +79,14 @@ type NetworkEvent struct{ egress.Record }
 // image; Session.TakeNewImage takes the new one.
 type ImageMovedEvent struct{ sandbox.TagMove }
 
+// JobEvent is a background job that started, ended by itself (Kind
+// "exited") or was killed (job_kill, /jobs, an undo's stop, the session's
+// end), from the goroutine of the tool call that started it or of the
+// job's own end.
+type JobEvent struct{ jobs.Event }
+
 func (TurnEvent) sessionEvent()       {}
+func (JobEvent) sessionEvent()        {}
 func (ImageMovedEvent) sessionEvent() {}
 func (NoticeEvent) sessionEvent()     {}
 func (ProgressEvent) sessionEvent()   {}

@@ -21,6 +21,7 @@ import (
 	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools"
 	"github.com/shiroagent/shiro/tools/gitrepo"
+	"github.com/shiroagent/shiro/tools/jobs"
 )
 
 // SessionOptions assemble a session.
@@ -111,10 +112,11 @@ type Session struct {
 	memory       *sessiontools.Memory // nil with memory off
 	skills       []sessiontools.Skill
 	sessionTools []agent.Tool
-	mcp          *sessionMCP  // nil without MCP servers
-	cp           *checkpoints // nil without checkpoints
-	copy         *sessionCopy // nil unless the sandbox works on a copy
-	events       func(Event)  // the front end's sink; nil drops
+	mcp          *sessionMCP   // nil without MCP servers
+	cp           *checkpoints  // nil without checkpoints
+	jobs         *jobs.Manager // the background commands (jobs.go)
+	copy         *sessionCopy  // nil unless the sandbox works on a copy
+	events       func(Event)   // the front end's sink; nil drops
 	book         *book
 	// The agent variant and the thinking level in force; maxSteps is the
 	// session's own cap (a variant's replaces it).
@@ -185,7 +187,8 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if s.sets == nil {
 		s.sets, _ = tools.ParseToolSets(nil, false)
 	}
-	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Gate: gate, Sandbox: s.sandbox, GoGit: opts.Sandbox.NoSandbox, OpenGit: gitrepo.Opener}
+	s.jobs = s.newJobs()
+	s.env = &tools.Env{Workspace: opts.Workspace, Root: root, Gate: gate, Sandbox: s.sandbox, GoGit: opts.Sandbox.NoSandbox, OpenGit: gitrepo.Opener, Jobs: s.jobs}
 	if opts.DataDir != "" && !opts.NoCheckpoints {
 		st, err := OpenCheckpoints(opts.DataDir, opts.Workspace, root, gate)
 		if err != nil {
@@ -354,7 +357,7 @@ func (s *Session) offeredList() []offeredTool {
 		}
 	}
 	for _, t := range s.offeredBuiltins() {
-		add(toolAdapter{t: t, env: s.env, cp: s.cp}, string(t.Set()))
+		add(toolAdapter{t: t, env: s.env, cp: s.cp, notes: s.withJobNotes}, string(t.Set()))
 	}
 	for _, t := range s.sessionTools {
 		add(t, KindSession)
@@ -546,15 +549,15 @@ func (s *Session) Send(ctx context.Context, prompt string) error {
 			}
 		}()
 	}
-	return s.agent.Send(ctx, prompt, emit)
+	return s.agent.Send(ctx, s.withJobNotes(prompt), emit)
 }
 
 // Close closes the MCP servers, releases the sandbox session (killing what
 // it started), the checkpoint store and the workspace.
 func (s *Session) Close() error {
-	// The sandbox first: the connections that close with it are recorded
-	// before the record's last save.
-	sbErr := errors.Join(s.closeMCP(), s.sandbox.Close())
+	// The jobs, then the sandbox: the connections that close with it are
+	// recorded before the record's last save.
+	sbErr := errors.Join(s.closeMCP(), s.jobs.Close(), s.sandbox.Close())
 	var cpErr error
 	if s.copy != nil {
 		cpErr = s.copy.close()
@@ -574,6 +577,9 @@ type toolAdapter struct {
 	t   tools.Tool
 	env *tools.Env
 	cp  *checkpoints // nil without checkpoints
+	// notes, when set, adds to each result the notes of the background
+	// jobs that ended (the main agent's tools; a subagent's have none).
+	notes func(string) string
 }
 
 func (a toolAdapter) Name() string            { return a.t.Name() }
@@ -592,6 +598,9 @@ func (a toolAdapter) Run(ctx context.Context, input json.RawMessage, output func
 	}
 	res, err := a.t.Run(ctx, &env, input)
 	out := agent.Result{Output: res.Text, IsError: res.IsError}
+	if a.notes != nil && err == nil {
+		out.Output = a.notes(out.Output)
+	}
 	if e := res.Exit; e != nil {
 		out.Exit = &agent.Exit{Code: e.Code, TimedOut: e.TimedOut, Interrupted: e.Interrupted, Killed: e.Killed, Signal: e.Signal}
 	}

@@ -307,6 +307,9 @@ func (s *Session) PlanUndo(ctx context.Context, n int) (*UndoPlan, error) {
 	if s.cp == nil {
 		return nil, ErrNoCheckpoints
 	}
+	if err := s.jobsRunning(); err != nil {
+		return nil, err
+	}
 	id := s.sessionID()
 	list, err := s.cp.store.List(id)
 	if err != nil {
@@ -331,6 +334,9 @@ func (s *Session) PlanUndo(ctx context.Context, n int) (*UndoPlan, error) {
 func (s *Session) Undo(ctx context.Context, p *UndoPlan, overwriteUser bool) (done []checkpoint.FileChange, kept []string, rewound bool, err error) {
 	if s.cp == nil {
 		return nil, nil, false, ErrNoCheckpoints
+	}
+	if err := s.jobsRunning(); err != nil {
+		return nil, nil, false, err
 	}
 	var follow CopyFollower
 	if s.copy != nil {

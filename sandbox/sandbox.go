@@ -47,6 +47,10 @@ type Command struct {
 	Stdin io.Reader
 	// Stdout and Stderr receive output as it is produced; nil discards it.
 	Stdout, Stderr io.Writer
+	// Started, when set, is told the command's pid (in the sandbox's pid
+	// namespace; also its process group) once it has started, before any
+	// output. Background jobs show it.
+	Started func(pid int)
 }
 
 // Validate reports a command that cannot be run.

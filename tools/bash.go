@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/tools/jobs"
 )
 
 //go:embed bash.md
@@ -27,9 +28,18 @@ const (
 const InterruptedMessage = "The user interrupted this command. It did not finish, so its effects are unknown."
 
 type bashParams struct {
-	Command string `json:"command" jsonschema:"the shell command to run"`
-	Timeout *int   `json:"timeout,omitempty" jsonschema:"milliseconds, 1000-600000, default 120000"`
+	Command         string `json:"command" jsonschema:"the shell command to run"`
+	Timeout         *int   `json:"timeout,omitempty" jsonschema:"milliseconds, 1000-600000, default 120000"`
+	RunInBackground bool   `json:"run_in_background,omitempty"`
+	Stdin           bool   `json:"stdin,omitempty"`
 }
+
+// What a background command's result shows of its first output: what it
+// printed within firstWait, at most firstLimit bytes.
+const (
+	firstWait  = time.Second
+	firstLimit = 2048
+)
 
 // Bash runs a shell command in the sandbox.
 type Bash struct{}
@@ -42,7 +52,7 @@ func (Bash) Set() Set            { return SetCore }
 func (Bash) Gated() bool         { return true }
 func (Bash) Description() string { return bashDescription }
 func (Bash) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"the shell command to run"},"timeout":{"type":"integer","minimum":1000,"maximum":600000,"description":"milliseconds, default 120000"}},"required":["command"],"additionalProperties":false}`)
+	return json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"the shell command to run"},"timeout":{"type":"integer","minimum":1000,"maximum":600000,"description":"milliseconds, default 120000"},"run_in_background":{"type":"boolean","description":"start the command as a background job and return at once with its id (job-1, ...); it keeps running across turns until it ends, job_kill or the session's end"},"stdin":{"type":"boolean","description":"with run_in_background: give the job a stdin that job_input writes to (otherwise it reads end-of-file)"}},"required":["command"],"additionalProperties":false}`)
 }
 
 // Run implements Tool. A command the user interrupted (ctx cancelled) is an
@@ -56,6 +66,12 @@ func (Bash) Run(ctx context.Context, env *Env, input json.RawMessage) (Result, e
 	}
 	if strings.TrimSpace(p.Command) == "" {
 		return Errorf("Invalid input for bash: command is empty"), nil
+	}
+	if p.Stdin && !p.RunInBackground {
+		return Errorf("Invalid input for bash: stdin is only for run_in_background commands"), nil
+	}
+	if p.RunInBackground {
+		return runBackground(ctx, env, p)
 	}
 	timeout := BashDefaultTimeout
 	if p.Timeout != nil {
@@ -98,6 +114,50 @@ func (Bash) Run(ctx context.Context, env *Env, input json.RawMessage) (Result, e
 		parts = append(parts, body)
 	}
 	return Result{Text: Cap(strings.Join(append(parts, noticeLines(res.Notices)...), "\n\n")), Exit: exit}, nil
+}
+
+// runBackground starts p's command as a job and returns its id, pid and
+// first output (or its end, when it ended that soon).
+func runBackground(ctx context.Context, env *Env, p bashParams) (Result, error) {
+	if env.Jobs == nil {
+		return Errorf("Background commands are not available here: nothing outlives this call (run it in a session)"), nil
+	}
+	j, err := env.Jobs.Start(ctx, jobs.Spec{Command: p.Command, Dir: env.Workspace, Stdin: p.Stdin})
+	if err != nil {
+		return Result{}, fmt.Errorf("start background job: %w", err)
+	}
+	j.First(ctx, firstWait, firstLimit)
+	first := j.Output().Since(0)
+	st := j.Status()
+	var head string
+	if st.Running() {
+		pid := "pid unknown yet"
+		if st.Pid > 0 {
+			pid = fmt.Sprintf("pid %d", st.Pid)
+		}
+		head = fmt.Sprintf("%s started in the background (%s). It keeps running across turns; read its output with job_output, stop it with job_kill", st.ID, pid)
+		if st.Stdin {
+			head += ", write to its stdin with job_input"
+		}
+		head += "."
+		if p.Timeout != nil {
+			head += " (The timeout does not apply to background jobs.)"
+		}
+	} else {
+		j.MarkTold()
+		head = fmt.Sprintf("%s %s after %s.", st.ID, st.Ending(), time.Since(st.Started).Round(time.Millisecond))
+	}
+	parts := []string{head}
+	data := first.Data
+	if st.Running() && len(data) > firstLimit {
+		data = data[:firstLimit]
+	}
+	if out := strings.TrimSpace(TextOrBinary(data)); out != "" {
+		parts = append(parts, fmt.Sprintf("output (bytes 0-%d of %d):\n%s", len(data), first.Next, out))
+	} else {
+		parts = append(parts, map[bool]string{true: "(no output yet)", false: "(no output)"}[st.Running()])
+	}
+	return Result{Text: Cap(strings.Join(parts, "\n\n"))}, nil
 }
 
 // noticeLines renders what the sandbox did around a command, one

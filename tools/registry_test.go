@@ -26,7 +26,8 @@ func (f fakeTool) Run(context.Context, *Env, json.RawMessage) (Result, error) {
 	return Text(f.name), nil
 }
 
-// The 14 built-in tools of the spec (§4.15): set and gating.
+// The 14 built-in tools of the spec (§4.15) and the job tools: set and
+// gating.
 var specTools = map[string]struct {
 	set   Set
 	gated bool
@@ -36,6 +37,8 @@ var specTools = map[string]struct {
 	"multi_edit": {SetEditPlus, true}, "list_dir": {SetEditPlus, false}, "read_many_files": {SetEditPlus, false},
 	"git_status": {SetGit, false}, "git_diff": {SetGit, false}, "git_log": {SetGit, false},
 	"git_show": {SetGit, false}, "git_blame": {SetGit, false},
+	// issue 29: background jobs. job_input feeds a REPL, so it asks.
+	"job_output": {SetCore, false}, "job_kill": {SetCore, false}, "job_input": {SetCore, true},
 }
 
 func TestBuiltinsFollowTheSpec(t *testing.T) {

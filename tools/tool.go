@@ -11,6 +11,7 @@ import (
 
 	"github.com/shiroagent/shiro/internal/hostwrite"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/tools/jobs"
 )
 
 // Set names a group of built-in tools that config can switch on or off.
@@ -49,6 +50,10 @@ type Env struct {
 	OpenGit GitOpener
 	// Output, when set, receives live command output (bash streams here).
 	Output func(stream string, chunk []byte)
+	// Jobs runs the session's background commands (bash with
+	// run_in_background, job_output, job_kill, job_input); nil where
+	// nothing outlives a call (`shiro tool`): those calls then say so.
+	Jobs *jobs.Manager
 }
 
 // Result is what the model sees for one call. IsError marks a result the

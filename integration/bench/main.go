@@ -46,6 +46,7 @@ func main() {
 		{"copy", copyBench},
 		{"kube", kubeBench},
 		{"ports", portsBench},
+		{"jobs", jobsBench},
 	} {
 		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape,
 		// SHIRO_BENCH=undo,git) runs only the sections named.

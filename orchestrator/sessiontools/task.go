@@ -18,8 +18,9 @@ import (
 const SubagentMaxSteps = 20
 
 // SubagentTools names the only tools a subagent may be offered, when the
-// session offers them: all of them read.
-var SubagentTools = []string{"read_file", "glob", "grep", "list_dir", "read_many_files"}
+// session offers them: all of them read (job_output reads the session's
+// background jobs; a subagent starts, kills and feeds none).
+var SubagentTools = []string{"read_file", "glob", "grep", "list_dir", "read_many_files", "job_output"}
 
 // NoFindings is the report of a subagent that said nothing.
 const NoFindings = "Subagent returned no findings."

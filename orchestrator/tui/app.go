@@ -295,6 +295,8 @@ func (a *App) Events(e orchestrator.Event) {
 		a.post(noticeMsg{text: "saving the session failed: " + e.Err.Error()})
 	case orchestrator.ImageMovedEvent:
 		a.post(imageMovedMsg{move: e.TagMove})
+	case orchestrator.JobEvent:
+		a.jobEvent(e)
 	}
 }
 

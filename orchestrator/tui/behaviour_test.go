@@ -454,7 +454,7 @@ func TestCommands(t *testing.T) {
 			orchestrator.OfferedTool{Name: "mcp__docs__search", Kind: orchestrator.KindMCP, Gated: true})
 		f.m.runCommand("/tools")
 		body := f.m.info.body
-		for _, want := range []string{"9 offered this turn of 17 registered", "multi_edit        edit-plus  asks    withheld", "current_time      plugin",
+		for _, want := range []string{"9 offered this turn of 20 registered", "multi_edit        edit-plus  asks    withheld", "current_time      plugin",
 			"todo_write        session    free", "mcp__docs__search mcp        asks"} {
 			if !strings.Contains(body, want) {
 				t.Errorf("/tools lacks %q:\n%s", want, body)

@@ -41,6 +41,7 @@ func commands() []*command {
 		{name: "cost", summary: "tokens and spend of this session", offline: true, run: (*Model).cmdCost},
 		{name: "compact", summary: "replace the history with a model-written summary", run: (*Model).cmdCompact},
 		{name: "undo", args: "[n]", summary: "take back the last (n) turns: files and conversation", offline: true, run: (*Model).cmdUndo},
+		{name: "jobs", summary: "the background jobs: state, uptime, last line; kill one", offline: true, run: (*Model).cmdJobs},
 		{name: "diff", args: "[turn]", summary: "the files this session (or turn) changed", offline: true, run: (*Model).cmdDiff},
 		{name: "changes", summary: "what the sandbox changed in its copy (copy mode)", offline: true, run: (*Model).cmdChanges},
 		{name: "apply", summary: "bring the sandbox's changes into the workspace (copy mode)", offline: true, run: (*Model).cmdApply},

@@ -278,6 +278,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case undoneMsg:
 		m.undone(msg)
 		return nil
+	case jobsStoppedMsg:
+		return m.jobsStopped(msg)
 	case diffMsg:
 		m.showDiff(msg)
 		return nil

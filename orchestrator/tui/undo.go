@@ -17,6 +17,7 @@ import (
 // Messages of /undo and /diff.
 type (
 	undoPlanMsg struct {
+		n       int // the turns asked for
 		plan    *orchestrator.UndoPlan
 		patches []string // the undone turns' diff, per change
 		err     error
@@ -81,7 +82,7 @@ func (m *Model) cmdUndo(arg string) tea.Cmd {
 	}
 	return m.busyJob(func(ctx context.Context) tea.Msg {
 		p, err := u.PlanUndo(ctx, n)
-		msg := undoPlanMsg{plan: p, err: err}
+		msg := undoPlanMsg{n: n, plan: p, err: err}
 		if err == nil {
 			for _, c := range p.Changes {
 				patch, _ := u.Checkpoints().Patch(ctx, c.Reverse())
@@ -98,6 +99,9 @@ func (m *Model) undoPlanned(msg undoPlanMsg) tea.Cmd {
 		if errors.Is(msg.err, orchestrator.ErrNothingToUndo) {
 			m.printInfo("nothing to undo: no turn of this session was recorded")
 			return nil
+		}
+		if ask := m.undoBlockedByJobs(msg); ask != nil {
+			return ask
 		}
 		m.printError(msg.err.Error())
 		return nil

@@ -109,6 +109,7 @@ type call struct {
 	mu             sync.Mutex // serialises output with detach
 	stdout, stderr io.Writer
 	marker         string
+	started        func(pid int)
 	writeErr       error
 	detached       bool
 }
@@ -197,7 +198,11 @@ func (c *Client) dispatch(m Message) {
 	case TypeStarted:
 		cl.mu.Lock()
 		cl.marker = m.Marker
+		started := cl.started
 		cl.mu.Unlock()
+		if started != nil && m.Pid > 0 {
+			started(m.Pid)
+		}
 	case TypeExit, TypeError:
 		cl.exit <- m
 	}
@@ -245,7 +250,7 @@ func (c *Client) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, 
 		return sandbox.Result{Interrupted: true}, err
 	}
 	id := c.nextID.Add(1)
-	cl := &call{exit: make(chan Message, 1), stdout: cmd.Stdout, stderr: cmd.Stderr}
+	cl := &call{exit: make(chan Message, 1), stdout: cmd.Stdout, stderr: cmd.Stderr, started: cmd.Started}
 	c.mu.Lock()
 	switch {
 	case c.closed:

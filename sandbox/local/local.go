@@ -101,6 +101,9 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result,
 		}
 		return sandbox.Result{}, err
 	}
+	if cmd.Started != nil {
+		cmd.Started(p.Pid())
+	}
 	return p.Wait()
 }
 

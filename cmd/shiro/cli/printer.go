@@ -13,6 +13,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox/egress"
+	"github.com/shiroagent/shiro/tools/jobs"
 )
 
 // headlessPrinter renders agent events for `shiro -p`: the assistant's text
@@ -92,7 +93,28 @@ func (p *headlessPrinter) sessionEvent(e orchestrator.Event) {
 		p.mu.Unlock()
 	case orchestrator.NetworkEvent:
 		p.network(e.Record)
+	case orchestrator.JobEvent:
+		p.job(e.Event)
 	}
+}
+
+// job prints a background job's start and end: a "job" JSON event each,
+// or one [job] line on stderr when it ends.
+func (p *headlessPrinter) job(e jobs.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.asJSON {
+		_ = p.enc.Encode(struct {
+			Type  string `json:"type"`
+			Event string `json:"event"`
+			jobs.Status
+		}{"job", e.Kind, e.Status})
+		return
+	}
+	if e.Kind == jobs.EventStarted {
+		return // its bash call's [tool] line said it
+	}
+	fmt.Fprintf(p.errOut, "[job] %s %s after %s: %s\n", e.ID, e.Ending(), e.Uptime(e.Ended), termsafe.Name(e.Command))
 }
 
 // flushNotices prints the notices still held: at the turn's first event,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
@@ -12,6 +13,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
 	"github.com/shiroagent/shiro/sandbox/egress"
+	"github.com/shiroagent/shiro/tools/jobs"
 )
 
 // The headless stderr lines (spec §18): every call gets its [tool] line,
@@ -142,5 +144,31 @@ func TestHeadlessPrinterSessionEvents(t *testing.T) {
 		if out.String() != wantOut.String() || errOut.String() != wantErr.String() {
 			t.Errorf("json %v:\nstdout %q\nwant   %q\nstderr %q\nwant   %q", asJSON, out.String(), wantOut.String(), errOut.String(), wantErr.String())
 		}
+	}
+}
+
+// A job's end is one [job] line on stderr (its start is its bash call's
+// [tool] line); --json prints an event for each.
+func TestHeadlessPrinterJobs(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	started := orchestrator.JobEvent{Event: jobs.Event{Kind: jobs.EventStarted, Status: jobs.Status{ID: "job-1", Command: "npm run dev", State: jobs.StateRunning, Started: start}}}
+	exited := orchestrator.JobEvent{Event: jobs.Event{Kind: jobs.EventExited, Status: jobs.Status{ID: "job-1", Command: "npm run dev", State: jobs.StateExited, Code: 1, Started: start, Ended: start.Add(12 * time.Second)}}}
+
+	var out, errOut strings.Builder
+	p := newHeadlessPrinter(&out, &errOut, false)
+	p.sessionEvent(started)
+	p.sessionEvent(exited)
+	if got, want := errOut.String(), "[job] job-1 exited with code 1 after 12s: npm run dev\n"; got != want || out.Len() != 0 {
+		t.Errorf("stderr %q, want %q (stdout %q)", got, want, out.String())
+	}
+
+	out.Reset()
+	p = newHeadlessPrinter(&out, &errOut, true)
+	p.sessionEvent(started)
+	p.sessionEvent(exited)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"type":"job","event":"started","id":"job-1"`) || !strings.Contains(lines[1], `"event":"exited"`) || !strings.Contains(lines[1], `"code":1`) {
+		t.Errorf("--json: %q", lines)
 	}
 }
