@@ -60,8 +60,8 @@ const (
 
 // portsBench measures a published port (issue 29): the throughput through
 // DialPort and a tiny host listener against a direct connection to the
-// same server on the host, the set-up of a connection, and the channel's
-// per-call overhead while a command streams output.
+// same server on the host, and the set-up of a connection (the channel's
+// per-call overhead while a job streams output is the jobs section's).
 func portsBench(ctx context.Context, r *report) error {
 	ws, err := os.MkdirTemp("", "shiro-bench-ports-")
 	if err != nil {
@@ -152,33 +152,6 @@ func portsBench(ctx context.Context, r *report) error {
 	r.add("DialPort alone, median of 50", ms(median(dialOnly)), "", true)
 	r.add("direct connection on the host: connect to first byte, median of 50", ms(median(directSetup)), "", true)
 
-	// (c) The channel's per-call overhead while another command on it
-	// streams output without a pause.
-	quiet, err := perCall(ctx, sb)
-	if err != nil {
-		return err
-	}
-	sctx, stopStream := context.WithCancel(ctx)
-	var streamed countWriter
-	streamDone := make(chan struct{})
-	go func() {
-		defer close(streamDone)
-		_, _ = sb.Run(sctx, sandbox.Command{Args: []string{"yes", "a line of output a job prints"}, Stdout: &streamed})
-	}()
-	for streamed.n() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	start, before := time.Now(), streamed.n()
-	busy, err := perCall(ctx, sb)
-	rate := float64(streamed.n()-before) / time.Since(start).Seconds()
-	stopStream()
-	<-streamDone
-	if err != nil {
-		return err
-	}
-	r.add("channel: per-call overhead, quiet, median of 200", ms(quiet), "", true)
-	r.add("channel: per-call overhead while a command streams, median of 200", ms(busy), "<= 5 ms", busy <= 5*time.Millisecond)
-	r.add("the streaming command's output meanwhile", mibps(rate), "", true)
 	if os.Getenv("SHIRO_TEST_KUBECONFIG") == "" {
 		r.add("Kubernetes: not measured (no SHIRO_TEST_KUBECONFIG)", "", "", true)
 		return nil
@@ -437,21 +410,3 @@ func (w *lineWriter) text() string {
 	return w.buf.String()
 }
 
-// countWriter counts what it is given.
-type countWriter struct {
-	mu    sync.Mutex
-	total int64
-}
-
-func (w *countWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	w.total += int64(len(p))
-	w.mu.Unlock()
-	return len(p), nil
-}
-
-func (w *countWriter) n() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.total
-}
