@@ -409,4 +409,3 @@ func (w *lineWriter) text() string {
 	defer w.mu.Unlock()
 	return w.buf.String()
 }
-
