@@ -36,7 +36,7 @@ func TestDockerfileReturnsACopy(t *testing.T) {
 func TestDefaultDockerfile(t *testing.T) {
 	t.Parallel()
 	want := []string{"bash", "ripgrep", "git", "ca-certificates", "procps", "coreutils",
-		"findutils", "diffutils", "curl", "make"}
+		"findutils", "diffutils", "curl", "make", "python3"}
 	if got := Packages(); !slices.Equal(got, want) {
 		t.Errorf("Packages() = %q, want %q", got, want)
 	}

@@ -388,11 +388,11 @@ func TestDockerOfflineBuildOfDefaultImageIfMissing(t *testing.T) {
 	}
 
 	out, err := exec.CommandContext(ctx, docker, "run", "--rm", "--user", "65534:65534", tag,
-		"bash", "-lc", `rg --version && git --version && curl --version && make --version && echo "LANG=$LANG"`).CombinedOutput()
+		"bash", "-lc", `rg --version && git --version && curl --version && make --version && python3 --version && echo "LANG=$LANG"`).CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker run %s: %v\n%s", tag, err, out)
 	}
-	for _, want := range []string{"ripgrep ", "git version ", "curl ", "GNU Make ", "LANG=C.UTF-8"} {
+	for _, want := range []string{"ripgrep ", "git version ", "curl ", "GNU Make ", "Python 3", "LANG=C.UTF-8"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("the image's output lacks %q:\n%s", want, out)
 		}
