@@ -2,6 +2,9 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 
@@ -34,7 +37,11 @@ type Lazy struct {
 	opening chan struct{}
 }
 
-var _ sandbox.Sandbox = (*Lazy)(nil)
+var (
+	_ sandbox.Sandbox    = (*Lazy)(nil)
+	_ sandbox.PortDialer = (*Lazy)(nil)
+	_ sandbox.PortLister = (*Lazy)(nil)
+)
 
 // NewLazy returns a sandbox that calls OpenSandbox(cfg) on first use.
 func NewLazy(cfg SandboxConfig) *Lazy {
@@ -167,4 +174,33 @@ func (l *Lazy) Close() error {
 		return nil
 	}
 	return sb.Close()
+}
+
+// DialPort implements sandbox.PortDialer, opening the sandbox if needed; a
+// sandbox that cannot carry connections is an error matching
+// errors.ErrUnsupported.
+func (l *Lazy) DialPort(ctx context.Context, port int) (net.Conn, error) {
+	sb, err := l.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := sb.(sandbox.PortDialer)
+	if !ok {
+		return nil, fmt.Errorf("the %s sandbox cannot carry a connection to its port %d: %w", sb.Info().Kind, port, errors.ErrUnsupported)
+	}
+	return d.DialPort(ctx, port)
+}
+
+// Listeners implements sandbox.PortLister, opening the sandbox if needed;
+// a sandbox that cannot tell is an error matching errors.ErrUnsupported.
+func (l *Lazy) Listeners(ctx context.Context) ([]sandbox.Listener, error) {
+	sb, err := l.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl, ok := sb.(sandbox.PortLister)
+	if !ok {
+		return nil, fmt.Errorf("the %s sandbox cannot list its listening ports: %w", sb.Info().Kind, errors.ErrUnsupported)
+	}
+	return pl.Listeners(ctx)
 }

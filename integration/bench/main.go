@@ -45,6 +45,7 @@ func main() {
 		{"undo", undoBench},
 		{"copy", copyBench},
 		{"kube", kubeBench},
+		{"ports", portsBench},
 	} {
 		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape,
 		// SHIRO_BENCH=undo,git) runs only the sections named.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -25,6 +26,9 @@ type channel struct {
 	conn   client.HijackedResponse
 	sock   *net.UnixConn // nil when the exec's streams carry the messages
 	demux  chan struct{} // closed when the output demultiplexer stops
+	// passPath is the session's pass socket (the client owns its
+	// listener), removed on close; "" without one.
+	passPath string
 }
 
 // defaultPath is the PATH of an image that sets none.
@@ -85,15 +89,27 @@ const channelWait = 30 * time.Second
 // stderr receives the helper's own diagnostics.
 func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Options, session string, stderr io.Writer, serveArgs []string, dir string) (*channel, error) {
 	argv := append([]string{h.helperPath(), "helper", "serve", "--session", session}, serveArgs...)
-	var sock *net.UnixListener
-	var sockPath string
+	var sock, pass *net.UnixListener
+	var sockPath, passPath string
 	if dir != "" {
 		name := "c-" + session + ".sock"
 		if sock, sockPath = listenSocket(dir, name); sock != nil {
 			argv = append(argv, "--channel", path.Join(sockMount, name))
 			defer closeSock(sock, sockPath) // once connected, nothing more is to connect
+			// Published ports' connections: the helper hands each dialed
+			// socket over this one, so that the host splices it itself.
+			pname := "p-" + session + ".sock"
+			if pass, passPath = listenSocket(dir, pname); pass != nil {
+				argv = append(argv, "--pass", path.Join(sockMount, pname))
+			}
 		}
 	}
+	handed := false // the client owns pass
+	defer func() {
+		if !handed {
+			closeSock(pass, passPath)
+		}
+	}()
 	exec, err := e.ctr.ExecCreate(ctx, c.id, client.ExecCreateOptions{
 		User:         strconv.Itoa(opts.UID) + ":" + strconv.Itoa(opts.GID),
 		AttachStdin:  true,
@@ -120,8 +136,13 @@ func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Opti
 		}
 		pw.CloseWithError(err)
 	}()
+	var copts []helper.ClientOption
+	if pass != nil {
+		copts = append(copts, helper.WithPassListener(pass))
+		ch.passPath = passPath
+	}
 	if sock == nil {
-		ch.client = helper.NewClient(pr, closeWriter{&ch.conn})
+		ch.client, handed = helper.NewClient(pr, closeWriter{&ch.conn}, copts...), true
 		return ch, nil
 	}
 	out := bufio.NewReader(pr)
@@ -132,11 +153,11 @@ func (e *Engine) openChannel(ctx context.Context, c ctr, h helperFile, opts Opti
 		return nil, fmt.Errorf("connect to the command channel in %s: %w", c.name, err)
 	}
 	if conn == nil { // the helper serves on the exec's streams
-		ch.client = helper.NewClient(out, closeWriter{&ch.conn})
+		ch.client, handed = helper.NewClient(out, closeWriter{&ch.conn}, copts...), true
 		return ch, nil
 	}
 	ch.sock = conn
-	ch.client = helper.NewClient(conn, sockCloser{conn})
+	ch.client, handed = helper.NewClient(conn, sockCloser{conn}, copts...), true
 	return ch, nil
 }
 
@@ -194,6 +215,9 @@ func (ch *channel) Close() {
 	ch.client.Close() //nolint:errcheck // its writer is already half-closed; nothing new to report
 	if ch.sock != nil {
 		_ = ch.sock.Close()
+	}
+	if ch.passPath != "" {
+		_ = os.Remove(ch.passPath) // the client closed the listener
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +87,18 @@ type Client struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+
+	// Connections (dial.go), guarded by mu: the requests awaiting an
+	// answer by id, and the dials awaiting a socket by token; conns carry
+	// their bytes in messages, passed were handed over (both are ended
+	// when the session ends).
+	reqs      map[uint64]*request
+	tokens    map[string]*request
+	conns     map[uint64]*msgConn
+	passed    []*net.TCPConn
+	pass      *net.UnixListener // nil: no hand-overs
+	passSlots chan struct{}     // one per hand-over being read
+	passWG    sync.WaitGroup
 }
 
 // call is one Run in flight.
@@ -111,9 +124,16 @@ func NewClient(r io.Reader, w io.WriteCloser, opts ...ClientOption) *Client {
 		enc:       json.NewEncoder(w),
 		calls:     make(map[uint64]*call),
 		done:      make(chan struct{}),
+		reqs:      make(map[uint64]*request),
+		tokens:    make(map[string]*request),
+		conns:     make(map[uint64]*msgConn),
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.pass != nil {
+		c.passWG.Add(1)
+		go c.acceptPassed()
 	}
 	go c.read()
 	return c
@@ -141,6 +161,7 @@ func (c *Client) read() {
 			c.mu.Lock()
 			c.err = fmt.Errorf("%w: %w", ErrChannelClosed, err)
 			c.mu.Unlock()
+			c.endConns()
 			close(c.done)
 			return
 		}
@@ -149,9 +170,17 @@ func (c *Client) read() {
 }
 
 func (c *Client) dispatch(m Message) {
-	if m.Type == TypeState {
+	switch m.Type {
+	case TypeState:
 		c.state.Store(&m.State)
 		return
+	case TypeData, TypeAck, TypeClose:
+		c.connMessage(m)
+		return
+	case TypeDialed, TypeListening, TypeError:
+		if c.answer(m) {
+			return
+		}
 	}
 	c.mu.Lock()
 	cl := c.calls[m.ID]
@@ -376,6 +405,8 @@ func (c *Client) Close() error {
 			err = errors.Join(err, rc.Close())
 			<-c.done
 		}
+		c.endConns()
+		c.passWG.Wait()
 		if err != nil {
 			c.closeErr = fmt.Errorf("close helper channel: %w", err)
 		}

@@ -22,7 +22,7 @@ import (
 // command: init, serve, reap, kill and git, as
 //
 //	[helper] init  [--idle D] [--poll D]
-//	[helper] serve --session ID [--git-root DIR --git-layout JSON] [--env-stdin] [--channel SOCKET]
+//	[helper] serve --session ID [--git-root DIR --git-layout JSON] [--env-stdin] [--channel SOCKET] [--pass SOCKET]
 //	[helper] reap  [--session ID] [--oom-score-adj N]
 //	[helper] kill  --session ID | --marker M
 //	[helper] git   export|import|keep ...
@@ -83,6 +83,7 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		gitLayout := fs.String("git-layout", "", "the shadow's layout (JSON)")
 		envStdin := fs.Bool("env-stdin", false, "read NAME=value entries for the base environment from the first line of stdin (a JSON array), before the protocol")
 		channel := fs.String("channel", "", "serve on this Unix socket, after sending it the token read from stdin")
+		pass := fs.String("pass", "", "hand the sockets of published ports' connections to the host over this Unix socket")
 		if err := parse(); err != nil {
 			return err
 		}
@@ -91,7 +92,7 @@ func run(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		}
 		touchLastUsed()
 		NotifyInit()
-		opts := ServeOptions{SessionID: *session, Env: os.Environ(), OwnProcess: true}
+		opts := ServeOptions{SessionID: *session, Env: os.Environ(), OwnProcess: true, PassSocket: *pass}
 		if *envStdin {
 			extra, err := ReadEnvLine(stdin)
 			if err != nil {

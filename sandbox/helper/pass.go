@@ -31,6 +31,10 @@ const passWait = 10 * time.Second
 // TCP socket.
 var errNotForwarder = errors.New("not a connection handed over by the forwarder")
 
+// errNotDialed is the error for what arrives on a pass socket that is not
+// one TCP socket with a token line (see ServeOptions.PassSocket).
+var errNotDialed = errors.New("not a socket the helper dialed")
+
 // PassListener is the host's end of a forwarder with --socket: it accepts
 // on l and returns the connections the forwarder hands over (the
 // command's own socket, a *net.TCPConn), or the Unix connection itself

@@ -93,3 +93,64 @@ func parseRights(oob []byte) []*os.File {
 	}
 	return files
 }
+
+// passDialed hands tc to the host over the pass socket at path: one
+// message, the dial's token and a newline, carrying tc's descriptor.
+func passDialed(path, token string, tc *net.TCPConn) error {
+	c, err := net.DialTimeout("unix", path, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	u := c.(*net.UnixConn)
+	defer u.Close()
+	_ = u.SetWriteDeadline(time.Now().Add(passWait))
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var werr error
+	if err := raw.Control(func(fd uintptr) {
+		_, _, werr = u.WriteMsgUnix([]byte(token+"\n"), unix.UnixRights(int(fd)), nil)
+	}); err != nil {
+		return err
+	}
+	return werr
+}
+
+// receiveDialed reads one hand-over from the pass socket: the token line
+// and the one TCP socket it carries. Anything else is an error matching
+// errNotDialed (the descriptors that came are closed); the token is
+// returned with it when the line was read, so that the dial it names
+// fails at once.
+func receiveDialed(u *net.UnixConn) (string, *net.TCPConn, error) {
+	_ = u.SetReadDeadline(time.Now().Add(passWait))
+	buf := make([]byte, maxTokenLine+1)
+	oob := make([]byte, unix.CmsgSpace(4)) // room for one descriptor: the kernel closes any more
+	n, oobn, flags, _, err := u.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return "", nil, err
+	}
+	files := parseRights(oob[:oobn])
+	defer func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}()
+	if n < 2 || buf[n-1] != '\n' {
+		return "", nil, errNotDialed
+	}
+	token := string(buf[:n-1])
+	if flags&unix.MSG_CTRUNC != 0 || len(files) != 1 {
+		return token, nil, fmt.Errorf("%w: %d descriptors", errNotDialed, len(files))
+	}
+	c, err := net.FileConn(files[0])
+	if err != nil {
+		return token, nil, fmt.Errorf("%w: %w", errNotDialed, err)
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		_ = c.Close()
+		return token, nil, fmt.Errorf("%w: a %T", errNotDialed, c)
+	}
+	return token, tc, nil
+}

@@ -43,6 +43,11 @@ type ServeOptions struct {
 	// /proc), and raises its commands' oom_score_adj to CommandOOMScoreAdj,
 	// so that under memory pressure the kernel kills commands first.
 	OwnProcess bool
+	// PassSocket, when set, is the host's Unix socket that takes the
+	// sockets of dial requests carrying a token (see the protocol);
+	// without it, or when a hand-over fails, a connection's bytes go over
+	// the channel.
+	PassSocket string
 }
 
 // CommandOOMScoreAdj is the oom_score_adj of an owned Serve's commands.
@@ -76,7 +81,10 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	s := &server{runner: runner, out: w, enc: json.NewEncoder(w), log: opts.Log, cmds: make(map[uint64]*serverCmd), state: opts.State}
+	s := &server{runner: runner, out: w, enc: json.NewEncoder(w), log: opts.Log, cmds: make(map[uint64]*serverCmd), state: opts.State,
+		conns: make(map[uint64]*msgConn), passSocket: opts.PassSocket}
+	s.dialCtx, s.stopDials = context.WithCancel(ctx)
+	defer s.stopDials()
 	if opts.OwnProcess {
 		stop, err := s.ownProcess()
 		if err != nil {
@@ -139,6 +147,16 @@ type server struct {
 	mu   sync.Mutex
 	cmds map[uint64]*serverCmd
 	wg   sync.WaitGroup
+
+	// conns are the connections whose bytes go over the channel, by id;
+	// shut is set once the session ends (guarded by mu). dialWG counts
+	// the dial and listeners goroutines.
+	conns      map[uint64]*msgConn
+	shut       bool
+	dialWG     sync.WaitGroup
+	passSocket string
+	dialCtx    context.Context // ends with the session: dials under way stop
+	stopDials  context.CancelFunc
 
 	state     func() string
 	stateMu   sync.Mutex
@@ -244,6 +262,26 @@ func (s *server) handle(ctx context.Context, m Message) {
 		if sc != nil {
 			sc.cancel()
 		}
+	case TypeDial:
+		if m.Port < 1 || m.Port > 65535 {
+			s.refuse(m.ID, "dial: %d is not a TCP port", m.Port)
+			return
+		}
+		s.mu.Lock()
+		shut := s.shut
+		if !shut {
+			s.dialWG.Add(1)
+		}
+		s.mu.Unlock()
+		if shut {
+			return
+		}
+		go s.dial(s.dialCtx, m)
+	case TypeData, TypeAck, TypeClose:
+		s.connMessage(m)
+	case TypeListeners:
+		s.dialWG.Add(1)
+		go s.listeners(m)
 	default:
 		s.refuse(m.ID, "unknown message type %q", m.Type)
 	}
@@ -341,6 +379,7 @@ func (s *server) execute(ctx context.Context, id uint64, sc *serverCmd, cmd sand
 // shutdown kills the session's commands and every process they left, and
 // waits for the command goroutines.
 func (s *server) shutdown() {
+	s.closeConns()
 	s.mu.Lock()
 	for _, sc := range s.cmds {
 		sc.cancel()

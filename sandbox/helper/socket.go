@@ -36,6 +36,10 @@ func ChannelToken() string {
 // use the socket and serves on its standard streams instead.
 const SocketRefused = `{"id":0,"type":"log","error":"the channel's socket is out of reach: serving on stdin and stdout"}`
 
+// channelSendBuffer is the helper's send buffer on a socket channel (the
+// kernel doubles it).
+const channelSendBuffer = 16 << 10
+
 // maxTokenLine bounds the token line either side reads.
 const maxTokenLine = 128
 
@@ -53,6 +57,11 @@ func DialChannel(in io.Reader, path string) (*net.UnixConn, error) {
 		return nil, fmt.Errorf("connect to the channel's socket: %w", err)
 	}
 	uc := c.(*net.UnixConn)
+	// What the kernel queues ahead of a message is what a short
+	// command's exit waits behind when another command streams output:
+	// a small send buffer keeps that wait short (the host reads the
+	// queue at tens of MiB/s), and costs a streaming command little.
+	_ = uc.SetWriteBuffer(channelSendBuffer)
 	if _, err := io.WriteString(uc, token+"\n"); err != nil {
 		uc.Close()
 		return nil, fmt.Errorf("send the channel's token: %w", err)

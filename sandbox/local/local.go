@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,7 +26,11 @@ type Sandbox struct {
 	closed bool
 }
 
-var _ sandbox.Sandbox = (*Sandbox)(nil)
+var (
+	_ sandbox.Sandbox    = (*Sandbox)(nil)
+	_ sandbox.PortDialer = (*Sandbox)(nil)
+	_ sandbox.PortLister = (*Sandbox)(nil)
+)
 
 type config struct {
 	env       []string
@@ -115,6 +120,39 @@ func (s *Sandbox) Close() error {
 	s.mu.Unlock()
 	if err := s.runner.KillSession(); err != nil {
 		return fmt.Errorf("close local sandbox: %w", err)
+	}
+	return nil
+}
+
+// DialPort implements sandbox.PortDialer: without a sandbox, the port is
+// the host's own loopback's (127.0.0.1, then [::1]).
+func (s *Sandbox) DialPort(ctx context.Context, port int) (net.Conn, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("dial port %d: not a TCP port", port)
+	}
+	c, err := helper.DialLoopback(ctx, port)
+	if err != nil {
+		return nil, fmt.Errorf("dial port %d: %w", port, err)
+	}
+	return c, nil
+}
+
+// Listeners implements sandbox.PortLister: the host's listening sockets.
+func (s *Sandbox) Listeners(ctx context.Context) ([]sandbox.Listener, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	return helper.ListListeners()
+}
+
+func (s *Sandbox) open() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return sandbox.ErrClosed
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package local_test
 
 import (
+	"errors"
+	"io"
+	"net"
 	"os"
 	"testing"
 
@@ -91,3 +94,42 @@ func TestEnvOption(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestDialPort(t *testing.T) {
+	t.Parallel()
+	sb, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			_, _ = c.Write([]byte("hi"))
+			c.Close()
+		}
+	}()
+	c, err := sb.DialPort(t.Context(), port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	c.Close()
+	if err != nil || string(got) != "hi" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	l.Close()
+	if _, err := sb.DialPort(t.Context(), port); !errors.Is(err, sandbox.ErrNothingListens) {
+		t.Fatalf("a closed port: %v", err)
+	}
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.DialPort(t.Context(), port); !errors.Is(err, sandbox.ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}

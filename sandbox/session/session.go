@@ -8,6 +8,7 @@ package session
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -240,4 +241,36 @@ func (c *Conn[C, T]) forceKill(ctx context.Context, ch C) {
 	c.Unlock()
 	kill(ctx)
 	ch.Close()
+}
+
+// Dial connects to port on the sandbox's loopback through the helper on a
+// working channel (see helper.Client.Dial), reconnecting when the last one
+// broke, and once more when it breaks under the dial (the container was
+// replaced). A connection is not a command: it has neither the git
+// boundary's Before and After nor the proxy environment.
+func (c *Conn[C, T]) Dial(ctx context.Context, port int) (net.Conn, error) {
+	return retryOnce(ctx, c, func(cl *helper.Client) (net.Conn, error) { return cl.Dial(ctx, port) })
+}
+
+// Listeners asks the helper on a working channel what listens on the
+// sandbox's TCP ports (see helper.Client.Listeners).
+func (c *Conn[C, T]) Listeners(ctx context.Context) ([]sandbox.Listener, error) {
+	return retryOnce(ctx, c, func(cl *helper.Client) ([]sandbox.Listener, error) { return cl.Listeners(ctx) })
+}
+
+// retryOnce runs f on a working channel, and on a fresh one when that
+// channel broke under it.
+func retryOnce[C Channel, T Tunnel, R any](ctx context.Context, c *Conn[C, T], f func(*helper.Client) (R, error)) (R, error) {
+	for attempt := 0; ; attempt++ {
+		ch, err := c.Channel(ctx)
+		if err != nil {
+			var none R
+			return none, err
+		}
+		r, err := f(ch.Client())
+		if attempt == 0 && errors.Is(err, helper.ErrChannelClosed) && ctx.Err() == nil {
+			continue
+		}
+		return r, err
+	}
 }

@@ -22,7 +22,9 @@ import (
 
 // fakeChannel is a client on a fake helper, which answers a run of
 // "true" with exit 0 (and sends its environment to env), ignores a run of
-// "hang" and its kill, and breaks the channel at a run of "lose".
+// "hang" and its kill, and breaks the channel at a run of "lose". A dial
+// is refused (nothing listens), except on a channel made with loseDial,
+// which breaks; listeners names port 3000.
 type fakeChannel struct {
 	client *helper.Client
 	out    *io.PipeWriter // the helper's side of its replies
@@ -31,7 +33,7 @@ type fakeChannel struct {
 	closed atomic.Bool
 }
 
-func newFakeChannel() *fakeChannel {
+func newFakeChannel(loseDial bool) *fakeChannel {
 	fromHelper, out := io.Pipe()
 	in, toHelper := io.Pipe()
 	ch := &fakeChannel{out: out, env: make(chan []string, 1), served: make(chan struct{})}
@@ -45,7 +47,19 @@ func newFakeChannel() *fakeChannel {
 			if err := dec.Decode(&m); err != nil {
 				return
 			}
-			if m.Type != helper.TypeRun {
+			switch m.Type {
+			case helper.TypeDial:
+				if loseDial {
+					out.CloseWithError(io.ErrUnexpectedEOF)
+					continue
+				}
+				_ = enc.Encode(helper.Message{ID: m.ID, Type: helper.TypeError, Error: "refused", Code: helper.CodeRefused})
+				continue
+			case helper.TypeListeners:
+				_ = enc.Encode(helper.Message{ID: m.ID, Type: helper.TypeListening, Listeners: []sandbox.Listener{{Port: 3000, Address: "127.0.0.1"}}})
+				continue
+			case helper.TypeRun:
+			default:
 				continue
 			}
 			switch m.Args[0] {
@@ -94,6 +108,12 @@ type fakeBackend struct {
 // newConn is a Conn on a fresh fakeBackend, whose channels are closed when
 // the test ends.
 func newConn(t *testing.T) (*fakeBackend, *Conn[*fakeChannel, *fakeTunnel]) {
+	return newConnLosing(t, false)
+}
+
+// newConnLosing is newConn whose first channel breaks at a dial when
+// loseDial is set.
+func newConnLosing(t *testing.T, loseDial bool) (*fakeBackend, *Conn[*fakeChannel, *fakeTunnel]) {
 	f := &fakeBackend{}
 	t.Cleanup(func() {
 		f.mu.Lock()
@@ -108,7 +128,7 @@ func newConn(t *testing.T) (*fakeBackend, *Conn[*fakeChannel, *fakeTunnel]) {
 		Connect: func(context.Context) (*fakeChannel, *fakeTunnel, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			ch, tun := newFakeChannel(), &fakeTunnel{}
+			ch, tun := newFakeChannel(loseDial && len(f.chs) == 0), &fakeTunnel{}
 			f.chs, f.tuns = append(f.chs, ch), append(f.tuns, tun)
 			return ch, tun, nil
 		},
@@ -233,6 +253,35 @@ func TestConn(t *testing.T) {
 		}
 		if len(f.chs) != 1 {
 			t.Errorf("%d connections, want 1", len(f.chs))
+		}
+	})
+
+	t.Run("a dial and a listeners request are not commands", func(t *testing.T) {
+		t.Parallel()
+		f, c := newConn(t)
+		if _, err := c.Dial(t.Context(), 8080); !errors.Is(err, sandbox.ErrNothingListens) {
+			t.Errorf("Dial = %v, want ErrNothingListens", err)
+		}
+		ls, err := c.Listeners(t.Context())
+		if err != nil || len(ls) != 1 || ls[0].Port != 3000 {
+			t.Errorf("Listeners = %+v, %v", ls, err)
+		}
+		if len(f.lives) != 0 {
+			t.Errorf("the git boundary's After ran %d times", len(f.lives))
+		}
+	})
+
+	t.Run("a dial whose channel breaks under it goes again on a fresh one", func(t *testing.T) {
+		t.Parallel()
+		f, c := newConnLosing(t, true)
+		if _, err := c.Dial(t.Context(), 8080); !errors.Is(err, sandbox.ErrNothingListens) {
+			t.Errorf("Dial = %v, want the second channel's ErrNothingListens", err)
+		}
+		f.mu.Lock()
+		n := len(f.chs)
+		f.mu.Unlock()
+		if n != 2 {
+			t.Errorf("%d connections, want 2", n)
 		}
 	})
 }
