@@ -50,26 +50,49 @@ func portSession(t *testing.T, model llm.Model, opts SessionOptions, publishList
 
 func TestSessionPortsOpenAndClose(t *testing.T) {
 	t.Parallel()
-	hp := freePort(t)
-	s, err := portSession(t, &mcpModel{}, SessionOptions{}, fmt.Sprintf("%d:3000", hp))
+	// Without a sandbox (--no-sandbox) the sandbox's loopback is the
+	// host's: a server of the test is "in the sandbox".
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(hp)
-	if got := s.Ports(); len(got) != 1 || got[0].Address != addr || got[0].ContainerPort != 3000 {
+	defer srv.Close()
+	go func() {
+		for {
+			c, err := srv.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "hello")
+			c.Close()
+		}
+	}()
+	serverPort, hp, idle, hpIdle := srv.Addr().(*net.TCPAddr).Port, freePort(t), freePort(t), freePort(t)
+	s, err := portSession(t, &mcpModel{}, SessionOptions{}, fmt.Sprintf("%d:%d", hp, serverPort), fmt.Sprintf("%d:%d", hpIdle, idle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, addrIdle := "127.0.0.1:"+strconv.Itoa(hp), "127.0.0.1:"+strconv.Itoa(hpIdle)
+	if got := s.Ports(); len(got) != 2 {
 		t.Fatalf("Ports() = %+v", got)
 	}
-	// The sandbox here (--no-sandbox) carries no connection: the client
-	// gets a clean close and the user a notice that says why.
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	read := func(addr string) (string, error) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(c)
+		return string(b), err
 	}
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
-		t.Errorf("read %d, %v; want a clean close", n, err)
+	if got, err := read(addr); got != "hello" || err != nil {
+		t.Errorf("through %s: %q, %v", addr, got, err)
 	}
-	c.Close()
+	// Nothing listens: a clean close, and the user hears why.
+	if got, err := read(addrIdle); got != "" || err != nil {
+		t.Errorf("through %s: %q, %v; want a clean close", addrIdle, got, err)
+	}
 	r, _ := recorders.Load(s)
 	var notices []string
 	for deadline := time.Now().Add(5 * time.Second); len(notices) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -79,13 +102,15 @@ func TestSessionPortsOpenAndClose(t *testing.T) {
 			}
 		}
 	}
-	if len(notices) != 1 || !strings.Contains(notices[0], "port 3000 (published at "+addr+")") {
-		t.Errorf("notices %q", notices)
+	if want := fmt.Sprintf("nothing listens on port %d in the sandbox (published at %s)", idle, addrIdle); len(notices) != 1 || notices[0] != want {
+		t.Errorf("notices %q, want %q", notices, want)
 	}
 	s.Close()
-	if c, err := net.Dial("tcp", addr); err == nil {
-		c.Close()
-		t.Errorf("%s still listens after the session closed", addr)
+	for _, a := range []string{addr, addrIdle} {
+		if c, err := net.Dial("tcp", a); err == nil {
+			c.Close()
+			t.Errorf("%s still listens after the session closed", a)
+		}
 	}
 }
 
@@ -111,11 +136,11 @@ func TestSessionFailsOnAHostPortInUse(t *testing.T) {
 
 func TestPublishPortAsksNamingThePort(t *testing.T) {
 	t.Parallel()
-	hp := freePort(t)
+	hp, cp := freePort(t), freePort(t)
 	var mu sync.Mutex
 	var asked []agent.ApprovalRequest
 	model := &mcpModel{replies: []llm.Message{
-		mcpCalls([2]string{"publish_port", fmt.Sprintf(`{"container_port": 3000, "host_port": %d}`, hp)}),
+		mcpCalls([2]string{"publish_port", fmt.Sprintf(`{"container_port": %d, "host_port": %d}`, cp, hp)}),
 		mcpCalls([2]string{"publish_port", `{"container_port": 4000}`}),
 	}}
 	s, err := portSession(t, model, SessionOptions{Asker: testAsker{approve: func(_ context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
@@ -139,10 +164,10 @@ func TestPublishPortAsksNamingThePort(t *testing.T) {
 	}
 	var in struct{ Approval string }
 	json.Unmarshal(asked[0].Input, &in)
-	if want := fmt.Sprintf("publish port 3000 of the sandbox at 127.0.0.1:%d (nothing listens there yet)", hp); in.Approval != want {
+	if want := fmt.Sprintf("publish port %d of the sandbox at 127.0.0.1:%d (nothing listens there yet)", cp, hp); in.Approval != want {
 		t.Errorf("approval %q, want %q", in.Approval, want)
 	}
-	if got := s.Ports(); len(got) != 1 || got[0].HostPort != hp || got[0].ContainerPort != 3000 {
+	if got := s.Ports(); len(got) != 1 || got[0].HostPort != hp || got[0].ContainerPort != cp {
 		t.Errorf("Ports() = %+v, want only the approved one", got)
 	}
 	res := results(model.requests())["publish_port"]
@@ -198,5 +223,28 @@ func TestListenerText(t *testing.T) {
 		if got := ListenerText(list, port); got != want {
 			t.Errorf("ListenerText(%d) = %q, want %q", port, got, want)
 		}
+	}
+}
+
+func TestPublishPortApprovalNamesTheListener(t *testing.T) {
+	t.Parallel()
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	port := srv.Addr().(*net.TCPAddr).Port
+	s, err := portSession(t, &mcpModel{}, SessionOptions{Asker: testAsker{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartSandbox(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var in struct{ Approval string }
+	json.Unmarshal(s.approvalInput(t.Context(), json.RawMessage(fmt.Sprintf(`{"container_port": %d}`, port))), &in)
+	prefix := fmt.Sprintf("publish port %d of the sandbox at 127.0.0.1:%d (", port, port)
+	if !strings.HasPrefix(in.Approval, prefix) || !strings.HasSuffix(in.Approval, " listens there)") || strings.Contains(in.Approval, "nothing") {
+		t.Errorf("approval %q: want it to name what listens on %d", in.Approval, port)
 	}
 }
