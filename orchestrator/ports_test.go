@@ -248,3 +248,26 @@ func TestPublishPortApprovalNamesTheListener(t *testing.T) {
 		t.Errorf("approval %q: want it to name what listens on %d", in.Approval, port)
 	}
 }
+
+func TestPublishPortRefusesBeforeAsking(t *testing.T) {
+	t.Parallel()
+	hp := freePort(t)
+	s, err := portSession(t, &mcpModel{}, SessionOptions{Asker: testAsker{}}, strconv.Itoa(hp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := publishPortTool{s: s}
+	for in, want := range map[string]string{
+		fmt.Sprintf(`{"container_port": 9, "host_port": %d}`, hp): "published already",
+		`{"container_port": 70000}`:                               "out of range",
+		`{"container_port": 3000, "remove": true}`:                "not published",
+		`{"port": 3000}`: "invalid arguments",
+	} {
+		if got := tool.Check(t.Context(), json.RawMessage(in)); !strings.Contains(got, want) {
+			t.Errorf("Check(%s) = %q, want %q", in, got, want)
+		}
+	}
+	if got := tool.Check(t.Context(), json.RawMessage(fmt.Sprintf(`{"container_port": %d, "remove": true}`, hp))); got != "" {
+		t.Errorf("removing a published port: %q", got)
+	}
+}

@@ -78,6 +78,13 @@ func (t publishPortTool) Check(_ context.Context, input json.RawMessage) string 
 	if p.Remove && t.find(p) == nil {
 		return fmt.Sprintf("port %d is not published", p.hostPort())
 	}
+	if !p.Remove {
+		for _, pt := range t.s.Ports() {
+			if pt.HostPort == p.hostPort() {
+				return fmt.Sprintf("host port %d is published already (to container port %d): choose another host_port, or remove it first", pt.HostPort, pt.ContainerPort)
+			}
+		}
+	}
 	return ""
 }
 
