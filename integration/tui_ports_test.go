@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,4 +75,57 @@ func TestTUIPorts(t *testing.T) {
 	if _, err := get(second); err == nil {
 		t.Errorf("port %d still listens after the session ended", second)
 	}
+}
+
+// TestTUIPublishPortAsks: the model's publish_port call asks, naming the
+// port, the host address and what listens there; yes publishes it.
+func TestTUIPublishPortAsks(t *testing.T) {
+	t.Parallel()
+	site, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	go func() {
+		for {
+			c, err := site.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "site")
+			c.Close()
+		}
+	}()
+	sitePort := site.Addr().(*net.TCPAddr).Port
+	hostPort := freeHostPort(t)
+	// A command first: the question reads the listeners of a sandbox that
+	// is open (the model starts its server before it publishes it).
+	srv := fakemodel.New(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: bashJSON("true", 0)}}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "p1", Name: "publish_port", Input: fmt.Sprintf(`{"container_port": %d, "host_port": %d}`, sitePort, hostPort)}}},
+		fakemodel.Reply{Text: "Open it in your browser."},
+	)
+	s := startTUIAt(t, t.TempDir(), srv, tuiWidth, tuiHeight, false)
+	s.keys("show me the site", true)
+	s.waitFor("bash wants to run", 20*time.Second)
+	s.waitFor("y once", 5*time.Second)
+	s.keys("y", false)
+	s.waitFor("publish_port wants to run", 20*time.Second)
+	scr := s.waitFor(fmt.Sprintf("publish port %d of the sandbox at 127.0.0.1:%d (", sitePort, hostPort), 5*time.Second)
+	if strings.Contains(scr, "nothing listens there") {
+		t.Errorf("the question does not name the listener:\n%s", scr)
+	}
+	s.waitFor("y allow once", 5*time.Second)
+	s.keys("y", false)
+	s.waitFor("Open it in your browser.", 10*time.Second)
+	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(hostPort), 5*time.Second)
+	if err != nil {
+		t.Fatalf("the approved port: %v", err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if b, err := io.ReadAll(c); string(b) != "site" || err != nil {
+		t.Errorf("through the approved port: %q, %v", b, err)
+	}
+	c.Close()
+	s.quit()
 }
