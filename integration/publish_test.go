@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -17,33 +18,67 @@ import (
 )
 
 // TestHeadlessPublishReachesTheSandboxServer is issue 29's acceptance for
-// ports: a headless --yolo run under the default network mode (ask) whose
-// model starts a server in the sandbox; while the run goes on the host
-// reaches it on 127.0.0.1 through --publish, and once the run ends the
-// host port is closed and nothing of the server is left in the container.
+// ports: a headless --yolo run, as a normal user, whose model starts a
+// server in the sandbox; while the run goes on the host reaches it on
+// 127.0.0.1 through --publish (two requests at once), and once the run
+// ends the host port is closed and nothing of the server is left in the
+// sandbox. On Docker under the default network mode (ask), and on the
+// Kubernetes test cluster.
 func TestHeadlessPublishReachesTheSandboxServer(t *testing.T) {
 	t.Parallel()
-	api := testenv.RequireDocker(t)
-	testenv.RequireImage(t, api)
-	ws := testenv.Workspace(t, api)
+	t.Run("docker", func(t *testing.T) {
+		t.Parallel()
+		h := newHostile(t)
+		ws := h.workspace("ws")
+		publishedSite(t, func(env []string, args ...string) result { return h.shiro(ws, env, args...) })
+		for _, id := range testenv.ContainerIDs(t, h.api, ws) {
+			if info, err := h.api.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{}); err == nil && info.Container.State != nil && info.Container.State.Running {
+				noneMatch(t, top(t, h.api, id), "site.pl")
+			}
+		}
+	})
+	t.Run("kubernetes", func(t *testing.T) {
+		t.Parallel()
+		kc := testenv.RequireKube(t)
+		h := newHostile(t)
+		kubeconfig, _ := h.kubeconfig(kc)
+		ws := h.workspace("ws")
+		flags := []string{"--backend", "kubernetes", "--memory", "512m", "--cpus", "1", "--network", "none"}
+		env := []string{"KUBECONFIG=" + kubeconfig}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if out, err := h.command(ctx, ws, env, h.bin, append([]string{"sandbox", "rm"}, flags...)...).CombinedOutput(); err != nil {
+				t.Logf("shiro sandbox rm: %v: %s", err, out)
+			}
+		})
+		publishedSite(t, func(e []string, args ...string) result {
+			return h.shiro(ws, append(e, env...), append(flags, args...)...)
+		})
+	})
+}
+
+// publishedSite runs shiro through run with a model whose one command
+// serves siteText on sitePort in the sandbox for 15 s, and checks the host
+// reaches it through --publish while the run goes on, and not after.
+func publishedSite(t *testing.T, run func(env []string, args ...string) result) {
+	t.Helper()
 	hostPort := freeHostPort(t)
-	// The server runs for 15 s in the one bash call; the run ends after it.
 	start := "cat > /tmp/site.pl <<'EOF'\n" + siteServer + "EOF\ntimeout 15 perl /tmp/site.pl; echo server-ended"
 	srv := fakemodel.New(t,
-		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: bashJSON(start, 60000)}}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: bashJSON(start, 120000)}}},
 		fakemodel.Reply{Text: "The site ran."},
 	)
 	done := make(chan result, 1)
 	go func() {
-		done <- shiro(t, ws, headlessEnv(t, providers[0], srv.URL), "-p", "--yolo",
-			"--publish", fmt.Sprintf("%d:%d", hostPort, sitePort), "run the site")
+		done <- run(providers[0].env(srv.URL), "-p", "--yolo", "--publish", fmt.Sprintf("%d:%d", hostPort, sitePort), "run the site")
 	}()
 
 	addr := "127.0.0.1:" + strconv.Itoa(hostPort)
 	hc := &http.Client{Timeout: 5 * time.Second}
 	var body string
 	var last error
-	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline) && body == ""; {
+	for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline) && body == ""; {
 		select {
 		case res := <-done:
 			t.Fatalf("the run ended before the host reached the server (last: %v)\nstdout: %s\nstderr: %s", last, res.stdout, res.stderr)
@@ -88,7 +123,7 @@ func TestHeadlessPublishReachesTheSandboxServer(t *testing.T) {
 	var res result
 	select {
 	case res = <-done:
-	case <-time.After(3 * time.Minute):
+	case <-time.After(4 * time.Minute):
 		t.Fatal("the run did not end")
 	}
 	if res.code != 0 || !strings.Contains(res.stdout, "The site ran.") {
@@ -97,13 +132,6 @@ func TestHeadlessPublishReachesTheSandboxServer(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
 		c.Close()
 		t.Errorf("%s still listens after the run", addr)
-	}
-	// The container may stay for the next session; no server of this one
-	// runs in it.
-	for _, id := range testenv.ContainerIDs(t, api, ws) {
-		if info, err := api.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{}); err == nil && info.Container.State != nil && info.Container.State.Running {
-			noneMatch(t, top(t, api, id), "site.pl")
-		}
 	}
 }
 
