@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -62,20 +61,16 @@ func (s *Session) openPorts(opts SessionOptions) error {
 }
 
 // portDialer is the session's sandbox as a published port's connection
-// needs it, opened if it is not yet.
-func (s *Session) portDialer(ctx context.Context) (sandbox.PortDialer, error) {
-	if d, ok := any(s.sandbox).(sandbox.PortDialer); ok {
-		return d, nil
-	}
-	sb, err := s.sandbox.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := sb.(sandbox.PortDialer); ok {
-		return d, nil
-	}
-	return nil, fmt.Errorf("the %s sandbox cannot carry connections to its ports: %w", s.sandbox.Info().Kind, errors.ErrUnsupported)
+// needs it: Lazy opens it if it is not yet open, and dials through the
+// sandbox of the moment (one that replaced the last).
+func (s *Session) portDialer(context.Context) (sandbox.PortDialer, error) {
+	return s.sandbox, nil
 }
+
+var (
+	_ sandbox.PortDialer = (*Lazy)(nil)
+	_ sandbox.PortLister = (*Lazy)(nil)
+)
 
 // Ports are the published ports, by host port, with their open
 // connections.
@@ -124,18 +119,9 @@ func (s *Session) PortListeners(ctx context.Context) []sandbox.Listener {
 	if !s.sandbox.Opened() {
 		return nil
 	}
-	var l sandbox.PortLister
-	if pl, ok := any(s.sandbox).(sandbox.PortLister); ok {
-		l = pl
-	} else if sb, err := s.sandbox.Get(ctx); err == nil {
-		l, _ = sb.(sandbox.PortLister)
-	}
-	if l == nil {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	list, err := l.Listeners(ctx)
+	list, err := s.sandbox.Listeners(ctx)
 	if err != nil {
 		return nil
 	}
