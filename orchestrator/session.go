@@ -19,6 +19,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
+	"github.com/shiroagent/shiro/sandbox/publish"
 	"github.com/shiroagent/shiro/tools"
 	"github.com/shiroagent/shiro/tools/gitrepo"
 	"github.com/shiroagent/shiro/tools/jobs"
@@ -125,6 +126,8 @@ type Session struct {
 	// netMu guards network, the connections the sandbox made (ask mode).
 	netMu   sync.Mutex
 	network []egress.Record
+	// ports are the published ports (ports.go).
+	ports *publish.Publisher
 	// Notices collected while the session was assembled (unknown plugins,
 	// instruction files and skills that were refused).
 	Notices []string
@@ -239,7 +242,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	}
 	var approver agent.Approver
 	if opts.Asker != nil {
-		approver = agent.ApproverFunc(opts.Asker.Approve)
+		approver = s.approver(opts.Asker.Approve)
 	}
 	a, err := agent.New(agent.Config{
 		Model: opts.Model,
@@ -290,6 +293,10 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	a.Replace(opts.History)
 	a.SetUsage(llm.Usage{InputTokens: opts.Record.InputTokens, OutputTokens: opts.Record.OutputTokens})
 	s.agent = a
+	if err := s.openPorts(opts); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.startMCP(opts)
 	return s, nil
 }
@@ -555,8 +562,10 @@ func (s *Session) Send(ctx context.Context, prompt string) error {
 // Close closes the MCP servers, releases the sandbox session (killing what
 // it started), the checkpoint store and the workspace.
 func (s *Session) Close() error {
-	// The jobs, then the sandbox: the connections that close with it are
-	// recorded before the record's last save.
+	// Ports first (no connection outlives the sandbox), then the jobs,
+	// then the sandbox: the connections that close with it are recorded
+	// before the record's last save.
+	s.closePorts()
 	sbErr := errors.Join(s.closeMCP(), s.jobs.Close(), s.sandbox.Close())
 	var cpErr error
 	if s.copy != nil {

@@ -67,6 +67,12 @@ type Settings struct {
 	// cluster's nodes pull the pod's image with on Kubernetes; empty means
 	// none (the service account's, if any).
 	ImagePullSecret string
+	// Publish lists the ports a session carries from the host to the
+	// sandbox ("8080:3000", "3000"; publish.ParseMappings), and
+	// PublishAddress is the host address they listen on (empty means
+	// 127.0.0.1). Only the user's file and flags can set them.
+	Publish        []string
+	PublishAddress string
 }
 
 // The backends and workspace modes Settings can name.

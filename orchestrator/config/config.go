@@ -186,6 +186,11 @@ type Overrides struct {
 	BuildSecrets []string
 	// AllowHosts are --allow-host patterns, added to network.allow.
 	AllowHosts []string
+	// Publish are --publish mappings, added to sandbox.publish (a host
+	// port given again takes the flag's container port), and
+	// PublishAddress is --publish-address.
+	Publish        []string
+	PublishAddress *string
 }
 
 // Notice is a warning about the configuration: an unknown key, a refused

@@ -11,6 +11,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
+	"github.com/shiroagent/shiro/sandbox/publish"
 )
 
 // entry is one key of the table, whatever the type of its value: the
@@ -560,6 +561,21 @@ var keys = []entry{
 		kind:     kString,
 		override: func(o *Overrides) **string { return &o.ImagePullSecret },
 		to:       field(func(c *Config) *string { return &c.Sandbox.ImagePullSecret })},
+	&keyOf[[]string]{key: key{name: "sandbox.publish", flag: "--publish", defText: "none",
+		doc: "ports carried from the host to the sandbox: HOST_PORT:CONTAINER_PORT or PORT; sources add up",
+		project: projectRule{mode: projectNever,
+			notice: `"sandbox.publish" is ignored: a project cannot open ports on your machine (publish them in your user config, with --publish or /ports)`}},
+		kind: kEnvList, check: checkPublish,
+		entries: func(o *Overrides) *[]string { return &o.Publish },
+		quiet:   func(v, _ []string) bool { return len(v) == 0 },
+		to:      fieldAs(func(c *Config) *[]string { return &c.Sandbox.Publish }, lastPerHostPort)},
+	&keyOf[string]{key: key{name: "sandbox.publishAddress", flag: "--publish-address", defText: publish.DefaultAddress,
+		doc: "the host address published ports listen on (anything but loopback is reachable from other machines)",
+		project: projectRule{mode: projectNever,
+			notice: `"sandbox.publishAddress" is ignored: where your machine listens is yours to choose, not the project's`}},
+		kind: kString, check: checkPublishAddress,
+		override: func(o *Overrides) **string { return &o.PublishAddress },
+		to:       field(func(c *Config) *string { return &c.Sandbox.PublishAddress })},
 	&keyOf[[]HostRule]{key: key{name: "network.allow", flag: "--allow-host", defText: "none",
 		doc: "hosts the egress proxy lets through in ask mode: example.com, *.example.com, host:port",
 		project: projectRule{mode: projectNever,
@@ -726,6 +742,44 @@ func checkBuildSecrets(label string, entries []string) error {
 		return fmt.Errorf("%s: %w", label, err)
 	}
 	return nil
+}
+
+// checkPublish checks port mappings (publish.ParseMappings).
+func checkPublish(label string, entries []string) error {
+	if _, err := publish.ParseMappings(entries); err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	return nil
+}
+
+// checkPublishAddress checks the host address of published ports.
+func checkPublishAddress(label string, addr string) error {
+	if _, err := publish.CheckAddress(addr); err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	return nil
+}
+
+// lastPerHostPort keeps the last mapping of each host port (a later
+// source's), in the order of those last ones.
+func lastPerHostPort(entries []string) []string {
+	hostPort := func(e string) string {
+		if m, err := publish.ParseMapping(e); err == nil {
+			return strconv.Itoa(m.HostPort)
+		}
+		return e
+	}
+	last := map[string]int{}
+	for i, e := range entries {
+		last[hostPort(e)] = i
+	}
+	var out []string
+	for i, e := range entries {
+		if last[hostPort(e)] == i {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func checkEnvEntries(label string, entries []string) error {

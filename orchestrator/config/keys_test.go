@@ -58,6 +58,8 @@ var keySamples = map[string]keySample{
 	"sandbox.namespace":               {value: `"ns1"`, want: "ns1", refusedWant: ""},
 	"sandbox.kubernetes.storageClass": {value: `"fast"`, want: "fast", refusedWant: ""},
 	"sandbox.buildSecrets":            {value: `["id=tok,env=TOK"]`, want: []string{"id=tok,env=TOK"}, refusedWant: []string(nil)},
+	"sandbox.publish":                 {value: `["8080:3000"]`, want: []string{"8080:3000"}, refusedWant: []string(nil)},
+	"sandbox.publishAddress":          {value: `"127.0.0.2"`, want: "127.0.0.2", refusedWant: ""},
 	"network.allow":                   {value: `["a.example"]`, want: []string{"a.example"}, refusedWant: []string(nil)},
 	"network.deny":                    {value: `["a.example"]`, want: []string{"a.example"}},
 	"network.credentials": {value: `[{"host": "a.example", "header": "X-Key", "env": "K"}]`,

@@ -52,6 +52,7 @@ func commands() []*command {
 		{name: "plugins", summary: "active and failed plugins", offline: true, run: (*Model).cmdPlugins},
 		{name: "mcp", summary: "MCP servers and their tools", offline: true, run: (*Model).cmdMCP},
 		{name: "network", summary: "the sandbox's connections and their decisions", offline: true, run: (*Model).cmdNetwork},
+		{name: "ports", args: "[add H:C|rm H]", summary: "ports of the sandbox published on this machine", offline: true, run: (*Model).cmdPorts},
 		{name: "sessions", summary: "the last 15 sessions", offline: true, run: (*Model).cmdSessions},
 		{name: "resume", args: "[id]", summary: "load a session by id or prefix (no id: pick one)", offline: true, run: (*Model).cmdResume},
 		{name: "save", summary: "save the session now", offline: true, run: (*Model).cmdSave},

@@ -283,6 +283,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case diffMsg:
 		m.showDiff(msg)
 		return nil
+	case portsMsg:
+		m.portsDone(msg)
+		return nil
 	case askMsg:
 		return m.showAsk(msg)
 	case askGoneMsg:

@@ -41,8 +41,12 @@ type SandboxFlags struct {
 	AllowHosts []string
 	// BuildSecrets are --build-secret entries.
 	BuildSecrets []string
+	// Publish are --publish mappings and PublishAddress --publish-address
+	// (flags of a session only: bindPublish).
+	Publish        []string
+	PublishAddress string
 
-	flags *pflag.FlagSet
+	flags, publishFlags *pflag.FlagSet
 }
 
 // bind registers the flags on cmd's persistent flag set.
@@ -68,6 +72,14 @@ func (s *SandboxFlags) bind(cmd *cobra.Command) {
 	fl.DurationVar(&s.Idle, "idle-timeout", 0, "stop the sandbox container after this long with nothing running (default 30m)")
 	_ = fl.MarkHidden("idle-timeout")
 	fl.BoolVar(&s.TrustProject, "trust-project", false, "let this workspace's project config start its MCP servers and build or pull its image, this time (see `shiro trust`)")
+}
+
+// bindPublish registers the flags of published ports on fl: only a
+// session (the chat UI and -p) publishes ports.
+func (s *SandboxFlags) bindPublish(fl *pflag.FlagSet) {
+	s.publishFlags = fl
+	fl.StringArrayVar(&s.Publish, "publish", nil, "carry a host port to a port of the sandbox: HOST_PORT:CONTAINER_PORT or PORT (listens on 127.0.0.1); repeatable")
+	fl.StringVar(&s.PublishAddress, "publish-address", "", "the host address --publish listens on (default 127.0.0.1; any other is reachable from other machines)")
 }
 
 // overrides puts the flags the user gave into o.
@@ -110,6 +122,10 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 	o.Env = s.Env
 	o.AllowHosts = s.AllowHosts
 	o.BuildSecrets = s.BuildSecrets
+	o.Publish = s.Publish
+	if s.publishFlags != nil && s.publishFlags.Changed("publish-address") {
+		o.PublishAddress = &s.PublishAddress
+	}
 }
 
 // ModelFlags choose the provider and model.
@@ -268,6 +284,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	fl.BoolVar(&opts.NoSkills, "no-skills", false, "load no skills (no skill tool)")
 	fl.BoolVar(&opts.NoSubagent, "no-subagent", false, "do not offer the task subagent")
 	fl.BoolVar(&opts.NoMCP, "no-mcp", false, "start no MCP servers (neither yours nor the project's)")
+	sf.bindPublish(fl)
 	fl.BoolVar(&opts.Apply, "apply", false, "with -p in copy mode: apply the sandbox's changes to the workspace when the run ends")
 	cmd.AddCommand(
 		NewCmdTool(f, sf, nil),
