@@ -18,8 +18,8 @@ import (
 )
 
 // TestHeadlessPublishReachesTheSandboxServer is issue 29's acceptance for
-// ports: a headless --yolo run, as a normal user, whose model starts a
-// server in the sandbox; while the run goes on the host reaches it on
+// ports and jobs: a headless --yolo run, as a normal user, whose model
+// starts a server in the sandbox in the background; while the run goes on the host reaches it on
 // 127.0.0.1 through --publish (two requests at once), and once the run
 // ends the host port is closed and nothing of the server is left in the
 // sandbox. On Docker under the default network mode (ask), and on the
@@ -33,7 +33,7 @@ func TestHeadlessPublishReachesTheSandboxServer(t *testing.T) {
 		publishedSite(t, func(env []string, args ...string) result { return h.shiro(ws, env, args...) })
 		for _, id := range testenv.ContainerIDs(t, h.api, ws) {
 			if info, err := h.api.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{}); err == nil && info.Container.State != nil && info.Container.State.Running {
-				noneMatch(t, top(t, h.api, id), "site.pl")
+				noneMatch(t, top(t, h.api, id), "http.server")
 			}
 		}
 	})
@@ -58,15 +58,26 @@ func TestHeadlessPublishReachesTheSandboxServer(t *testing.T) {
 	})
 }
 
-// publishedSite runs shiro through run with a model whose one command
-// serves siteText on sitePort in the sandbox for 15 s, and checks the host
-// reaches it through --publish while the run goes on, and not after.
+// publishedSite runs shiro through run with the model of the issue's
+// acceptance: it starts a web server in the background (bash with
+// run_in_background), runs other commands for 10 s, then reads the
+// server's log with job_output and ends. The host reaches the server
+// through --publish while the run goes on, the log the model read shows the host's requests,
+// and once the run ended the host port is closed.
 func publishedSite(t *testing.T, run func(env []string, args ...string) result) {
 	t.Helper()
 	hostPort := freeHostPort(t)
-	start := "cat > /tmp/site.pl <<'EOF'\n" + siteServer + "EOF\ntimeout 15 perl /tmp/site.pl; echo server-ended"
+	start := fmt.Sprintf("cd \"$(mktemp -d)\" && echo '%s' > index.html && exec python3 -m http.server %d --bind 127.0.0.1", siteText, sitePort)
+	others := "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1; echo tick $i; done"
+	// The model's second request is held until the host reached the
+	// server once (a slow start must not eat the other commands' 10 s);
+	// the two simultaneous GETs then go while the other commands run.
+	asked, hold := make(chan struct{}), make(chan struct{})
+	reached := make(chan struct{})
 	srv := fakemodel.New(t,
-		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: bashJSON(start, 120000)}}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "b1", Name: "bash", Input: `{"command":` + strconv.Quote(start) + `,"run_in_background":true}`}}},
+		fakemodel.Reply{Reached: asked, Hold: hold, ToolCalls: []fakemodel.ToolCall{{ID: "b2", Name: "bash", Input: bashJSON(others, 60000)}}},
+		fakemodel.Reply{Reached: reached, ToolCalls: []fakemodel.ToolCall{{ID: "j1", Name: "job_output", Input: `{"id":"job-1","tail":20}`}}},
 		fakemodel.Reply{Text: "The site ran."},
 	)
 	done := make(chan result, 1)
@@ -99,7 +110,14 @@ func publishedSite(t *testing.T, run func(env []string, args ...string) result) 
 	if strings.TrimSpace(body) != siteText {
 		t.Fatalf("GET %s: %q (last error %v)", addr, body, last)
 	}
-	// Two at once, through the one published port.
+	select {
+	case <-asked:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the model was not asked again after the background start")
+	}
+	close(hold)
+	// Two at once, through the one published port, while the other
+	// commands run.
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
@@ -119,6 +137,11 @@ func publishedSite(t *testing.T, run func(env []string, args ...string) result) 
 			t.Errorf("a simultaneous GET: %v", err)
 		}
 	}
+	select {
+	case <-reached:
+		t.Error("the other commands had ended before the simultaneous GETs did")
+	default:
+	}
 
 	var res result
 	select {
@@ -128,6 +151,19 @@ func publishedSite(t *testing.T, run func(env []string, args ...string) result) 
 	}
 	if res.code != 0 || !strings.Contains(res.stdout, "The site ran.") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	reqs := srv.Requests()
+	if len(reqs) < 4 {
+		t.Fatalf("%d model requests, want 4", len(reqs))
+	}
+	if sent := string(reqs[1].Body); !strings.Contains(sent, "job-1") {
+		t.Errorf("the background start's result names no job-1: %s", sent)
+	}
+	if sent := string(reqs[2].Body); !strings.Contains(sent, "tick 10") {
+		t.Errorf("the other commands did not run for their 10 s: %s", sent)
+	}
+	if sent := string(reqs[3].Body); strings.Count(sent, `GET / HTTP/1.1\" 200`) < 3 {
+		t.Errorf("job_output did not show the server's log of the host's three GETs: %s", sent)
 	}
 	if c, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
 		c.Close()
