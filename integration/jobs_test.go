@@ -46,8 +46,7 @@ func anyMatch(procs []string, needle string) bool {
 // TestJobs drives one headless session, as a normal user on the real
 // Docker sandbox, through every job the issue names: one that exits by
 // itself (state, code, and the note the model gets without asking), one
-// driven through job_input (an interactive bash: the default image has no
-// python3), one that reads stdin without stdin:true (end-of-file), one
+// driven through job_input (python3 -i), one that reads stdin without stdin:true (end-of-file), one
 // printing 10 MiB (the ring's marker, its bound), one that forks and
 // setsids and is killed (nothing of it left, checked with docker top while
 // the session still runs), and one still running when the session ends
@@ -72,8 +71,8 @@ func TestJobs(t *testing.T) {
 
 	res, reqs := h.headless(ws,
 		reply(bgCall("c1", "echo first; sleep 1.5; echo last; exit 3", false)),
-		reply(bgCall("c2", "bash --norc --noprofile -i 2>&1", true)),
-		reply(toolCall("c3", "job_input", map[string]any{"id": "job-2", "text": "echo $((6*7))\n"})),
+		reply(bgCall("c2", "python3 -u -i 2>&1", true)),
+		reply(toolCall("c3", "job_input", map[string]any{"id": "job-2", "text": "print(6*7, \"answered\")\n"})),
 		reply(bgCall("c4", `read line; echo "read: $? [$line]"`, false)),
 		reply(bgCall("c5", `head -c 10485760 /dev/zero | tr '\0' x; echo; echo ten-mib-done`, false)),
 		reply(bgCall("c6", `(setsid sleep 1001 &); sh -c 'sleep 1002 & wait' & echo forked; sleep 1003`, false)),
@@ -108,8 +107,8 @@ func TestJobs(t *testing.T) {
 	if got := resultOf(t, reqs, "c7"); !strings.Contains(got, "job-1: exited with code 3") || !strings.Contains(got, "last") {
 		t.Errorf("job_output of the job that exited: %q", got)
 	}
-	if got := resultOf(t, reqs, "c3"); !strings.Contains(got, "42") {
-		t.Errorf("job_input to the interactive shell: %q", got)
+	if got := resultOf(t, reqs, "c3"); !strings.Contains(got, "42 answered") {
+		t.Errorf("job_input to python3 -i: %q", got)
 	}
 	if got := resultOf(t, reqs, "c8"); !strings.Contains(got, "read: 1 []") || !strings.Contains(got, "exited with code 0") {
 		t.Errorf("a job reading stdin without stdin:true: %.300q", got)
@@ -139,7 +138,7 @@ func TestJobs(t *testing.T) {
 			break
 		}
 	}
-	if !anyMatch(during, "bash --norc --noprofile -i") {
+	if !anyMatch(during, "python3 -u -i") {
 		t.Errorf("job-2 did not run across the calls: %q", during)
 	}
 	if !strings.Contains(res.stderr, "[job] job-1 exited with code 3") {
@@ -147,7 +146,7 @@ func TestJobs(t *testing.T) {
 	}
 	// The session ended: every job with it, the container is left clean.
 	after := h.containerProcs(ws)
-	for _, n := range []string{"sleep 100", "bash --norc"} {
+	for _, n := range []string{"sleep 100", "python3 -u -i"} {
 		if anyMatch(after, n) {
 			t.Errorf("a job's process outlived the session: %q", after)
 		}
