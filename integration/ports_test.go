@@ -93,8 +93,8 @@ func asUser(t *testing.T, h *hostile, test, home, ws string, env ...string) {
 // inChild reports whether this is the run as the user.
 func inChild() bool { return os.Getenv(portsChild) == "1" }
 
-// siteServer is a small HTTP server in Perl (the default image has Perl,
-// not Python): a process per connection, so that two are served at once.
+// siteServer is a small HTTP server in Perl: a process per connection,
+// so that two are served at once.
 const siteServer = `use IO::Socket::INET;
 $SIG{CHLD} = "IGNORE";
 my $l = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 8765, Listen => 16, ReuseAddr => 1) or die "listen: $!";
