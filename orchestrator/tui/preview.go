@@ -24,12 +24,14 @@ type preview struct {
 	json           string // anything else
 }
 
-// buildPreview describes req: the command of bash, the diff of an edit
-// (the file read through the workspace root, the edit applied in memory),
-// or the pretty-printed arguments.
+// buildPreview describes req: the command of bash, the sentence the
+// session put on a publish_port call, the diff of an edit (the file read
+// through the workspace root, the edit applied in memory), or the
+// pretty-printed arguments.
 func buildPreview(read previewReader, req agent.ApprovalRequest) preview {
 	var in struct {
 		Command    string `json:"command"`
+		Approval   string `json:"approval"`
 		Path       string `json:"path"`
 		Content    string `json:"content"`
 		OldString  string `json:"oldString"`
@@ -47,6 +49,13 @@ func buildPreview(read previewReader, req agent.ApprovalRequest) preview {
 	switch req.Tool {
 	case "bash":
 		return preview{command: in.Command}
+	case "publish_port":
+		// The session words the question (the ports, what listens there);
+		// a model's own "approval" fails the tool's check before any ask.
+		if in.Approval != "" {
+			return preview{command: in.Approval}
+		}
+		return preview{json: prettyJSON(req.Input)}
 	case "write_file", "edit_file", "multi_edit":
 	default:
 		return preview{json: prettyJSON(req.Input)}

@@ -145,6 +145,11 @@ func TestBuildPreview(t *testing.T) {
 				t.Errorf("command %q", p.command)
 			}
 		}},
+		{"publish_port shows the session's sentence", "publish_port", `{"approval":"publish port 3000 of the sandbox at 127.0.0.1:3000 (nothing listens there yet)","container_port":3000}`, func(t *testing.T, p preview) {
+			if p.command != "publish port 3000 of the sandbox at 127.0.0.1:3000 (nothing listens there yet)" || p.json != "" {
+				t.Errorf("%+v", p)
+			}
+		}},
 		{"write_file of a new file", "write_file", `{"path":"b.txt","content":"x\ny\n"}`, func(t *testing.T, p preview) {
 			if p.label != "b.txt (new file)" || p.added != 2 || p.removed != 0 {
 				t.Errorf("%+v", p)
