@@ -5,6 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -123,6 +124,9 @@ func runBackground(ctx context.Context, env *Env, p bashParams) (Result, error) 
 		return Errorf("Background commands are not available here: nothing outlives this call (run it in a session)"), nil
 	}
 	j, err := env.Jobs.Start(ctx, jobs.Spec{Command: p.Command, Dir: env.Workspace, Stdin: p.Stdin})
+	if errors.Is(err, jobs.ErrTooMany) {
+		return Errorf("Cannot start another background job: %v", err), nil
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("start background job: %w", err)
 	}

@@ -47,6 +47,17 @@ var (
 	ErrStdinClosed = errors.New("the job's stdin is closed")
 	// ErrClosed: the session ended; no new job starts.
 	ErrClosed = errors.New("the session's jobs are closed")
+	// ErrTooMany: MaxRunning jobs run already.
+	ErrTooMany = fmt.Errorf("%d background jobs are running already: end one with job_kill first", MaxRunning)
+)
+
+// Bounds of a session's jobs, so that the host's memory stays bounded
+// whatever the model starts: at most MaxRunning run at once, and of the
+// jobs that ended only the newest MaxEnded are kept (with their output);
+// an older one is forgotten when a new job starts.
+const (
+	MaxRunning = 16
+	MaxEnded   = 32
 )
 
 // Status is a job's state at one moment.
@@ -234,6 +245,11 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 		m.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if m.runningLocked() >= MaxRunning {
+		m.mu.Unlock()
+		return nil, ErrTooMany
+	}
+	m.forgetEndedLocked()
 	m.next++
 	j := &Job{id: fmt.Sprintf("job-%d", m.next), command: spec.Command, started: time.Now(), out: NewRing(m.ringSize), done: make(chan struct{}), running: make(chan struct{}), hasIn: spec.Stdin}
 	caller, _ := sandbox.CallerFrom(ctx)
@@ -325,6 +341,39 @@ func (j *Job) First(ctx context.Context, wait time.Duration, limit int64) {
 			return
 		}
 	}
+}
+
+// runningLocked counts the jobs that have not ended. Callers hold m.mu.
+func (m *Manager) runningLocked() int {
+	n := 0
+	for _, j := range m.jobs {
+		select {
+		case <-j.done:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// forgetEndedLocked drops the oldest ended jobs beyond the newest
+// MaxEnded-1, making room for one more. Callers hold m.mu.
+func (m *Manager) forgetEndedLocked() {
+	ended := len(m.jobs) - m.runningLocked()
+	kept := m.jobs[:0]
+	for _, j := range m.jobs {
+		select {
+		case <-j.done:
+			if ended >= MaxEnded {
+				ended--
+				continue
+			}
+		default:
+		}
+		kept = append(kept, j)
+	}
+	clear(m.jobs[len(kept):])
+	m.jobs = kept
 }
 
 // Get returns the job with the id.

@@ -309,3 +309,45 @@ type runnerFunc func(context.Context, sandbox.Command) (sandbox.Result, error)
 func (f runnerFunc) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
 	return f(ctx, cmd)
 }
+
+// TestJobsAreBounded: at most MaxRunning jobs run at once (the next start
+// is refused), and of the ended jobs only the newest MaxEnded are kept.
+func TestJobsAreBounded(t *testing.T) {
+	t.Parallel()
+	r := runnerFunc(func(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+		if cmd.Shell == "block" {
+			<-ctx.Done()
+			return sandbox.Result{Interrupted: true}, ctx.Err()
+		}
+		return sandbox.Result{}, nil
+	})
+	m := NewManager(r, nil)
+	defer m.Close()
+	for range MaxEnded + 5 {
+		j, err := m.Start(t.Context(), Spec{Command: "quick"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, j)
+	}
+	if n := len(m.List()); n != MaxEnded {
+		t.Errorf("%d ended jobs kept, want %d", n, MaxEnded)
+	}
+	if _, err := m.Get("job-1"); !errors.Is(err, ErrNoJob) {
+		t.Errorf("the oldest ended job is still kept: %v", err)
+	}
+	for range MaxRunning {
+		if _, err := m.Start(t.Context(), Spec{Command: "block"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.Start(t.Context(), Spec{Command: "block"}); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("start beyond MaxRunning: %v", err)
+	}
+	if n := len(m.Running()); n != MaxRunning {
+		t.Errorf("%d running, want %d", n, MaxRunning)
+	}
+	if n := len(m.List()); n > MaxRunning+MaxEnded {
+		t.Errorf("%d jobs kept", n)
+	}
+}
