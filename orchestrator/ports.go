@@ -38,6 +38,15 @@ func (s *Session) openPorts(opts SessionOptions) error {
 	if err != nil {
 		return err
 	}
+	if warning != "" && set.NoSandbox {
+		// Without a sandbox a published port is this machine's own port:
+		// on another address it would open the host's loopback servers.
+		if len(mappings) > 0 {
+			return fmt.Errorf("--publish-address %s with --no-sandbox would open this machine's own loopback ports to other machines: publish on a loopback address, or run in the sandbox", addr)
+		}
+		addr, warning = publish.DefaultAddress, ""
+		s.Notices = append(s.Notices, fmt.Sprintf("sandbox.publishAddress %s is not used with --no-sandbox: ports published in this session listen on %s", set.PublishAddress, addr))
+	}
 	s.ports = publish.New(publish.Options{
 		Address: addr,
 		Sandbox: s.portDialer,

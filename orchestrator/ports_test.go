@@ -271,3 +271,33 @@ func TestPublishPortRefusesBeforeAsking(t *testing.T) {
 		t.Errorf("removing a published port: %q", got)
 	}
 }
+
+// TestNoSandboxPublishesOnLoopbackOnly: without a sandbox a published port
+// is this machine's own port, so another address is refused when ports are
+// asked for, and set aside (with a notice) when none are.
+func TestNoSandboxPublishesOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
+	open := func(publishList ...string) (*Session, error) {
+		ws := t.TempDir()
+		opts := SessionOptions{Workspace: ws, Model: &mcpModel{}, MCPServers: map[string]json.RawMessage{}}
+		opts.Sandbox = SandboxConfig{Settings: sandbox.Settings{NoSandbox: true, Publish: publishList, PublishAddress: "0.0.0.0"}, Workspace: ws}
+		s, err := NewSession(opts)
+		if err == nil {
+			t.Cleanup(func() { s.Close() })
+		}
+		return s, err
+	}
+	if _, err := open(strconv.Itoa(freePort(t))); err == nil || !strings.Contains(err.Error(), "with --no-sandbox would open this machine's own loopback ports") {
+		t.Fatalf("NewSession with --no-sandbox on 0.0.0.0: %v", err)
+	}
+	s, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.PortsAddress(); got != publish.DefaultAddress {
+		t.Errorf("ports listen on %s, want %s", got, publish.DefaultAddress)
+	}
+	if !strings.Contains(strings.Join(s.Notices, "\n"), "is not used with --no-sandbox") {
+		t.Errorf("no notice of the address set aside: %q", s.Notices)
+	}
+}
