@@ -263,7 +263,7 @@ func TestEmptyToolSetsOfferCoreOnly(t *testing.T) {
 			body := modelRequests(srv)[0].JSON()
 			got := strings.Join(p.tools(body), ",")
 			// Session tools, the subagent and plugin tools belong to no set.
-			if got != "read_file,write_file,edit_file,glob,bash,grep,todo_write,remember,recall,forget,skill,task,current_time" {
+			if got != "read_file,write_file,edit_file,glob,bash,job_output,job_kill,job_input,grep,todo_write,remember,recall,forget,skill,task,current_time" {
 				t.Errorf("offered %s", got)
 			}
 			system := p.system(body)

@@ -164,7 +164,7 @@ func TestSessionToolsTaskSubagentCannotWrite(t *testing.T) {
 		t.Errorf("task not offered to the parent: %v", p.tools(reqs[0].JSON()))
 	}
 	sub := p.tools(reqs[1].JSON())
-	if strings.Join(sub, ",") != "read_file,glob,grep,list_dir,read_many_files" {
+	if strings.Join(sub, ",") != "read_file,glob,job_output,grep,list_dir,read_many_files" {
 		t.Errorf("the subagent was offered %v", sub)
 	}
 	if body := string(reqs[1].Body); strings.Contains(body, "have a subagent write") {
