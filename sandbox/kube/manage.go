@@ -305,12 +305,37 @@ func (c *Cluster) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	return rep, errors.Join(errs...)
 }
 
+// helperMapsPage is how many helper config maps one list asks for: each
+// holds up to a chunk (960 KiB) of a helper binary, and a namespace where
+// many versions of shiro ran holds hundreds of them, more than one
+// response body carries.
+const helperMapsPage = 8
+
+// helperMaps lists the helper config maps of the namespace (their
+// metadata is all Prune needs; the data comes with it), a page at a time.
+func (c *Cluster) helperMaps(ctx context.Context) ([]metav1.ObjectMeta, error) {
+	var out []metav1.ObjectMeta
+	opts := metav1.ListOptions{LabelSelector: LabelManaged + "=true," + LabelHelper, Limit: helperMapsPage}
+	for {
+		list, err := c.cs.CoreV1().ConfigMaps(c.ns).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list config maps in %s: %w", c.ns, err)
+		}
+		for _, cm := range list.Items {
+			out = append(out, cm.ObjectMeta)
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
 // unusedChunks are this user's helper config maps that no pod of the
 // namespace mounts.
 func (c *Cluster) unusedChunks(ctx context.Context) ([]string, error) {
-	list, err := c.cs.CoreV1().ConfigMaps(c.ns).List(ctx, metav1.ListOptions{LabelSelector: LabelManaged + "=true," + LabelHelper})
+	maps, err := c.helperMaps(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list config maps in %s: %w", c.ns, err)
+		return nil, err
 	}
 	pods, err := c.cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -330,7 +355,7 @@ func (c *Cluster) unusedChunks(ctx context.Context) ([]string, error) {
 		}
 	}
 	var out []string
-	for _, cm := range list.Items {
+	for _, cm := range maps {
 		h := cm.Labels[LabelHelper]
 		if used[cm.Name] || !owner.Valid(c.key, cm.Labels[LabelOwner], "configmap", cm.Name, "", h) {
 			continue
