@@ -72,7 +72,9 @@ func TestJobs(t *testing.T) {
 	res, reqs := h.headless(ws,
 		reply(bgCall("c1", "echo first; sleep 1.5; echo last; exit 3", false)),
 		reply(bgCall("c2", "python3 -u -i 2>&1", true)),
-		reply(toolCall("c3", "job_input", map[string]any{"id": "job-2", "text": "print(6*7, \"answered\")\n"})),
+		// One string to print: python3 -u writes each argument of print
+		// apart, and job_input returns what came by then.
+		reply(toolCall("c3", "job_input", map[string]any{"id": "job-2", "text": "print(\"%d answered\" % (6*7))\n"})),
 		reply(bgCall("c4", `read line; echo "read: $? [$line]"`, false)),
 		reply(bgCall("c5", `head -c 10485760 /dev/zero | tr '\0' x; echo; echo ten-mib-done`, false)),
 		reply(bgCall("c6", `(setsid sleep 1001 &); sh -c 'sleep 1002 & wait' & echo forked; sleep 1003`, false)),
