@@ -18,6 +18,7 @@ import (
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/docker"
 	"github.com/shiroagent/shiro/sandbox/kube"
+	"github.com/shiroagent/shiro/sandbox/publish"
 )
 
 // bulkServer is the server the ports section runs in the sandbox and, as
@@ -99,12 +100,12 @@ func portsBench(ctx context.Context, r *report) error {
 		return err
 	}
 	defer stopHostGreet()
-	pubBulk, stopPub, err := publish(ctx, sb, bulkPort)
+	pubBulk, stopPub, err := publishPort(ctx, sb, bulkPort)
 	if err != nil {
 		return err
 	}
 	defer stopPub()
-	pubGreet, stopPubGreet, err := publish(ctx, sb, greetPort)
+	pubGreet, stopPubGreet, err := publishPort(ctx, sb, greetPort)
 	if err != nil {
 		return err
 	}
@@ -208,12 +209,12 @@ func kubePorts(ctx context.Context, r *report, direct float64) error {
 		return err
 	}
 	defer stopGreet()
-	pubBulk, stopPub, err := publish(ctx, sb, bulkPort)
+	pubBulk, stopPub, err := publishPort(ctx, sb, bulkPort)
 	if err != nil {
 		return err
 	}
 	defer stopPub()
-	pubGreet, stopPubGreet, err := publish(ctx, sb, greetPort)
+	pubGreet, stopPubGreet, err := publishPort(ctx, sb, greetPort)
 	if err != nil {
 		return err
 	}
@@ -300,53 +301,17 @@ func hostServer(ctx context.Context, script string, total int) (string, func(), 
 	return net.JoinHostPort("127.0.0.1", port), stop, nil
 }
 
-// publish is a tiny stand-in for a published port: a listener on the
-// host's loopback whose every connection is spliced to DialPort(port).
-func publish(ctx context.Context, sb sandbox.PortDialer, port int) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// publishPort publishes port of sb on an ephemeral port of the host's
+// loopback with the Publisher sessions use (sandbox/publish), so the
+// figures are those of --publish.
+func publishPort(_ context.Context, sb sandbox.PortDialer, port int) (string, func(), error) {
+	p := publish.New(publish.Options{Sandbox: func(context.Context) (sandbox.PortDialer, error) { return sb, nil }})
+	pt, err := p.Add(publish.Mapping{ContainerPort: port})
 	if err != nil {
+		p.Close()
 		return "", nil, err
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				s, err := sb.DialPort(ctx, port)
-				if err != nil {
-					return
-				}
-				defer s.Close()
-				splice(c, s)
-			}()
-		}
-	}()
-	return l.Addr().String(), func() { l.Close(); wg.Wait() }, nil
-}
-
-// splice copies both ways, half-closing as each direction ends.
-func splice(a, b net.Conn) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(b, a)
-		if cw, ok := b.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		}
-	}()
-	_, _ = io.Copy(a, b)
-	if cw, ok := a.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	}
-	<-done
+	return pt.Address, func() { p.Close() }, nil
 }
 
 // download reads a connection to addr to its end and returns bytes/s.
