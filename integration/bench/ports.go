@@ -60,7 +60,7 @@ const (
 )
 
 // portsBench measures a published port (issue 29): the throughput through
-// DialPort and a tiny host listener against a direct connection to the
+// the Publisher (--publish) against a direct connection to the
 // same server on the host, and the set-up of a connection (the channel's
 // per-call overhead while a job streams output is the jobs section's).
 func portsBench(ctx context.Context, r *report) error {
