@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,7 +114,7 @@ func TestKubeStorageClass(t *testing.T) {
 	named := append(flags, "--storage-class", name)
 	res = h.shiro(ws, env, append(named, "tool", "bash", bashJSON("echo in-the-pod", 0))...)
 	if res.code != 0 || !strings.Contains(res.stdout, "in-the-pod") {
-		t.Fatalf("with --storage-class %s: exit %d\nstdout: %s\nstderr: %s", name, res.code, res.stdout, res.stderr)
+		t.Fatalf("with --storage-class %s: exit %d\nstdout: %s\nstderr: %s\n%s", name, res.code, res.stdout, res.stderr, podReport(admin, ns))
 	}
 	if got := claims(); len(got) != 1 || !strings.HasSuffix(got[0], " "+name) {
 		t.Errorf("the workspace's claims: %v, want one of class %s", got, name)
@@ -142,4 +143,33 @@ func setDefault(t *testing.T, cs kubernetes.Interface, name, value string) {
 	if _, err := cs.StorageV1().StorageClasses().Update(ctx, sc, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("set StorageClass %s default=%s: %v", name, value, err)
 	}
+}
+
+// podReport is what the cluster says of the namespace's pods and its
+// recent events, for a failure's message: a pod that ended under a
+// command is otherwise known only by the helper channel's close.
+func podReport(cs kubernetes.Interface, ns string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Fprintf(&b, "list pods: %v\n", err)
+	} else {
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, "pod %s: phase %s %s %s\n", p.Name, p.Status.Phase, p.Status.Reason, p.Status.Message)
+			for _, st := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+				fmt.Fprintf(&b, "  container %s: restarts %d, state %+v\n", st.Name, st.RestartCount, st.State)
+			}
+		}
+	}
+	events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Fprintf(&b, "list events: %v\n", err)
+		return b.String()
+	}
+	for _, e := range events.Items {
+		fmt.Fprintf(&b, "event %s %s/%s: %s: %s\n", e.LastTimestamp.Format(time.TimeOnly), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+	return b.String()
 }

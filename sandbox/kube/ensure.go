@@ -511,18 +511,34 @@ func sortedKeys(maps ...map[string]string) []string {
 // podEnd says how the pod name ended, as far as the API server knows, in
 // parentheses after a space ("" when it cannot tell): the sandbox
 // container's exit (an OOM kill shows as OOMKilled), an eviction, a
-// deletion. It has a few seconds of its own, as the command's context may
-// be ending.
+// deletion. The channel often closes before the kubelet has reported the
+// container's end, so it asks again for a few seconds (its own, as the
+// command's context may be ending) until the pod says why.
 func (c *Cluster) podEnd(ctx context.Context, name string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	pod, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return " (it was deleted)"
-	case err != nil:
-		return ""
-	case pod.DeletionTimestamp != nil:
+	for {
+		pod, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return " (it was deleted)"
+		}
+		if err == nil {
+			if why := podEndReason(pod); why != "" {
+				return why
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// podEndReason is podEnd's text for one reading of the pod, "" while the
+// pod does not say it has ended.
+func podEndReason(pod *corev1.Pod) string {
+	if pod.DeletionTimestamp != nil {
 		return " (it is being deleted)"
 	}
 	for _, st := range pod.Status.ContainerStatuses {

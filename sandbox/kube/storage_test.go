@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -174,5 +175,22 @@ func TestPodEndSaysHow(t *testing.T) {
 		if got := c.podEnd(ctx, name); got != want {
 			t.Errorf("%s: %q, want %q", name, got, want)
 		}
+	}
+	// The channel closes before the kubelet reports the container's end:
+	// podEnd asks again until the pod says why.
+	mk("late", corev1.PodStatus{Phase: corev1.PodRunning})
+	go func() {
+		time.Sleep(600 * time.Millisecond)
+		p, err := cs.CoreV1().Pods("ns").Get(context.Background(), "late", metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		p.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: mainContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 143, Reason: "Error"}},
+		}}}
+		_, _ = cs.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+	}()
+	if got, want := c.podEnd(ctx, "late"), " (its container ended: exit 143, Error)"; got != want {
+		t.Errorf("a pod whose end is reported late: %q, want %q", got, want)
 	}
 }
