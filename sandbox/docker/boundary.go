@@ -42,6 +42,11 @@ type boundary struct {
 	plan    gitPlan
 	// journal holds the session markers and the protected list.
 	journal journal
+	// lockDir holds the repositories' import locks, in shiro's state on
+	// the host (never mounted in a sandbox): every session importing
+	// into one common git directory, from any shiro process, takes the
+	// same lock.
+	lockDir string
 
 	mu     sync.Mutex
 	syncer *gitshadow.Syncer // nil without a repository
@@ -60,7 +65,7 @@ type boundary struct {
 // the workspace ws, open; the boundary reads it through root and does not
 // close it.
 func newBoundary(ctx context.Context, ws string, root *os.Root, stateDir string, noMount []string) (b *boundary, pending []gitshadow.Finding, err error) {
-	nb := &boundary{ws: ws, root: root, journal: journal{dir: filepath.Join(stateDir, "workspaces", workspaceKey(ws))}}
+	nb := &boundary{ws: ws, root: root, journal: journal{dir: filepath.Join(stateDir, "workspaces", workspaceKey(ws))}, lockDir: filepath.Join(stateDir, "gitlocks")}
 	if err := nb.journal.enter(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +147,7 @@ func (b *boundary) connected(ctx context.Context, run gitshadow.Runner, helperPa
 	if b.syncer != nil {
 		b.syncer.Close()
 	}
-	b.syncer = gitshadow.NewSyncer(b.plan.Repo, run, b.gitArgs, hostGitMount)
+	b.syncer = gitshadow.NewSyncer(b.plan.Repo, run, b.gitArgs, hostGitMount, b.lockDir)
 	return b.syncer.Init(ctx)
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -147,6 +148,7 @@ func (s *objectStore) importLoose(oid string, data []byte) error {
 		return fmt.Errorf("loose object %q: not an object id", oid)
 	}
 	if s.has(oid) {
+		s.freshen(oid)
 		return nil
 	}
 	typ, content, got, err := inflateLoose(data, s.maxObject)
@@ -170,6 +172,32 @@ func (s *objectStore) importLoose(oid string, data []byte) error {
 	s.imported[oid] = true
 	s.links[oid] = links
 	return nil
+}
+
+// freshen marks the repository's own copy of oid (its loose file, or the
+// packs that hold it) as just written, as git does for an object it would
+// have written again: a git gc on the host prunes unreachable objects by
+// age, and one the sandbox's refs are about to name must not be old.
+func (s *objectStore) freshen(oid string) {
+	now := time.Now()
+	if os.Chtimes(filepath.Join(s.dir, oid[:2], oid[2:]), now, now) == nil {
+		return
+	}
+	packDir := filepath.Join(s.dir, "pack")
+	entries, _ := os.ReadDir(packDir)
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ".idx")
+		if !ok {
+			continue
+		}
+		idx := s.packs[filepath.Join(packDir, e.Name())]
+		if idx == nil {
+			continue
+		}
+		if found, _ := idx.Contains(plumbing.NewHash(oid)); found {
+			_ = os.Chtimes(filepath.Join(packDir, base+".pack"), now, now)
+		}
+	}
 }
 
 // maxLooseHeader bounds a loose object's header ("commit 1234\0"): the
@@ -326,6 +354,8 @@ func (s *objectStore) importPack(path, name string) error {
 	// is not imported at all, which harms nothing.
 	if base, ok := strings.CutSuffix(name, ".pack"); ok {
 		if _, err := os.Stat(filepath.Join(s.dir, "pack", base+".idx")); err == nil {
+			now := time.Now()
+			_ = os.Chtimes(filepath.Join(s.dir, "pack", name), now, now) // fresh, as freshen
 			return nil
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -116,49 +117,100 @@ func parsePackedRefs(b []byte) map[string]refValue {
 }
 
 // hostRefs writes refs of one git directory on the host the way git does:
-// a <file>.lock made exclusively, written, renamed into place.
+// a <file>.lock made exclusively, the value checked and written under it,
+// renamed into place. Other shiro sessions are kept out by the Syncer's
+// import lock; the .lock files keep the user's own git out, and the value
+// read again under each lock tells shiro when that git got there first.
 type hostRefs struct {
 	dir string // the git directory
+	// busy, when set, is called each time a lock is found held (a test's
+	// seam to act while shiro waits).
+	busy func(rel string)
 }
 
-var errLocked = errors.New("locked by another git process")
+var (
+	// errLocked: a git on the host held a lock longer than lockWait.
+	errLocked = errors.New("locked by another git process")
+	// errChanged: the host's value was no longer the one the import
+	// started from once the lock was taken.
+	errChanged = errors.New("it changed in your repository meanwhile")
+)
 
-// lockWait is how long lockWrite waits for a git on the host to release
-// a lock (git holds one for milliseconds).
+// lockWait is how long a lock of git's is waited for (git holds one for
+// milliseconds).
 const lockWait = 2 * time.Second
 
-// lockWrite replaces rel with data through rel.lock.
-func (h hostRefs) lockWrite(rel string, data []byte) error {
+// fileLock is a held <file>.lock: what is written to it replaces the file
+// on commit.
+type fileLock struct {
+	path string // the locked file
+	f    *os.File
+}
+
+// lock takes rel's .lock as git does (created exclusively), waiting up to
+// lockWait for a holder to finish.
+func (h hostRefs) lock(rel string) (*fileLock, error) {
 	p := filepath.Join(h.dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
+		return nil, err
 	}
-	var f *os.File
 	for deadline := time.Now().Add(lockWait); ; time.Sleep(20 * time.Millisecond) {
-		var err error
-		f, err = os.OpenFile(p+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(p+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
-			break
+			return &fileLock{path: p, f: f}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return err
+			return nil, err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %w", rel, errLocked)
+			return nil, fmt.Errorf("%s: %w", rel, errLocked)
+		}
+		if h.busy != nil {
+			h.busy(rel)
 		}
 	}
-	var err error
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
+}
+
+// commit writes data and renames the lock over the file.
+func (l *fileLock) commit(data []byte) error {
+	_, err := l.f.Write(data)
+	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(p+".lock", p)
+		err = os.Rename(l.path+".lock", l.path)
 	}
 	if err != nil {
-		os.Remove(p + ".lock")
+		os.Remove(l.path + ".lock")
 	}
 	return err
+}
+
+// release drops the lock, leaving the file as it was.
+func (l *fileLock) release() {
+	l.f.Close()
+	os.Remove(l.path + ".lock")
+}
+
+// lockWrite replaces rel with data through rel.lock when unchanged (given
+// the content under the lock, or nil and false when rel is missing)
+// allows it; else the error is errChanged.
+func (h hostRefs) lockWrite(rel string, data []byte, unchanged func(cur []byte, exists bool) bool) error {
+	l, err := h.lock(rel)
+	if err != nil {
+		return err
+	}
+	cur, err := readRegular(l.path, maxMirroredFile)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		l.release()
+		return err
+	}
+	if !unchanged(cur, exists) {
+		l.release()
+		return errChanged
+	}
+	return l.commit(data)
 }
 
 // remove deletes rel (a loose ref or a file) if it exists.
@@ -170,34 +222,81 @@ func (h hostRefs) remove(rel string) error {
 	return err
 }
 
-// current returns the host's value of a ref (loose, else packed).
-func (h hostRefs) current(name string) (refValue, bool) {
-	if b, err := readRegular(filepath.Join(h.dir, filepath.FromSlash(name)), 4096); err == nil {
-		return parseRefValue(b)
+// current returns the host's value of a ref (loose, else packed; "" when
+// it has none).
+func (h hostRefs) current(name string) (refValue, error) {
+	b, err := readRegular(filepath.Join(h.dir, filepath.FromSlash(name)), 4096)
+	if err == nil {
+		v, _ := parseRefValue(b)
+		return v, nil
 	}
-	b, err := readRegular(filepath.Join(h.dir, "packed-refs"), maxMirroredFile)
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return "", err
+	}
+	b, err = readRegular(filepath.Join(h.dir, "packed-refs"), maxMirroredFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
 	if err != nil {
-		return "", false
+		return "", err
 	}
-	v, ok := parsePackedRefs(b)[name]
-	return v, ok
+	return parsePackedRefs(b)[name], nil
 }
 
-// setRef writes a loose ref.
-func (h hostRefs) setRef(name string, v refValue) error {
-	return h.lockWrite(name, []byte(v+"\n"))
-}
-
-// deleteRef removes a ref, loose and packed.
-func (h hostRefs) deleteRef(name string) error {
-	if err := h.remove(name); err != nil {
+// setRef writes a loose ref from old to v, with its reflog entry, under
+// the ref's lock; a host whose value is not old any more is errChanged.
+func (h hostRefs) setRef(name string, old, v refValue, msg string) error {
+	l, err := h.lock(name)
+	if err != nil {
 		return err
 	}
-	b, err := readRegular(filepath.Join(h.dir, "packed-refs"), maxMirroredFile)
+	if cur, err := h.current(name); err != nil || cur != old {
+		l.release()
+		if err == nil {
+			err = errChanged
+		}
+		return err
+	}
+	h.appendLog(name, old, v, msg)
+	return l.commit([]byte(v + "\n"))
+}
+
+// deleteRef removes a ref whose value is old, as git does: under the
+// ref's lock, first from packed-refs (read again once its own lock is
+// held, so that no change packed meanwhile is lost), then the loose file,
+// so that a reader never sees an older packed value come back.
+func (h hostRefs) deleteRef(name string, old refValue) error {
+	l, err := h.lock(name)
+	if err != nil {
+		return err
+	}
+	defer l.release()
+	if cur, err := h.current(name); err != nil || cur != old {
+		if err == nil {
+			err = errChanged
+		}
+		return err
+	}
+	if err := h.unpack(name); err != nil {
+		return err
+	}
+	return h.remove(name)
+}
+
+// unpack drops name from packed-refs (with its peeled line), under
+// packed-refs.lock.
+func (h hostRefs) unpack(name string) error {
+	pl, err := h.lock("packed-refs")
+	if err != nil {
+		return err
+	}
+	b, err := readRegular(pl.path, maxMirroredFile)
 	if errors.Is(err, fs.ErrNotExist) {
+		pl.release()
 		return nil
 	}
 	if err != nil {
+		pl.release()
 		return err
 	}
 	var out bytes.Buffer
@@ -221,9 +320,10 @@ func (h hostRefs) deleteRef(name string) error {
 		out.WriteString(line)
 	}
 	if !changed {
+		pl.release()
 		return nil
 	}
-	return h.lockWrite("packed-refs", out.Bytes())
+	return pl.commit(out.Bytes())
 }
 
 // appendLog adds a reflog entry for name when git keeps one for it (its

@@ -17,7 +17,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/shiroagent/shiro/internal/flock"
 	"github.com/shiroagent/shiro/sandbox"
 )
 
@@ -44,6 +46,11 @@ type Syncer struct {
 	// hostMount is where the host's common directory is mounted read-only
 	// in the sandbox, for the shadow's alternates.
 	hostMount string
+	// importLock is the file whose flock makes one import into the host's
+	// common directory at a time, across shiro processes and sessions
+	// (ImportLockPath); lockWait bounds the wait for it.
+	importLock string
+	lockWait   time.Duration
 	// readOnly stops imports (a SHA-256 or reftable repository, or one
 	// with extensions shiro does not know): the sandbox keeps its changes.
 	readOnly string
@@ -100,12 +107,54 @@ func isRefFile(l Layout, rel string) bool {
 
 // NewSyncer prepares the shadow of repo. helper is the argv prefix of the
 // helper's git commands in the sandbox; hostMount where the host's common
-// directory is mounted read-only there.
-func NewSyncer(repo *Repo, run Runner, helper []string, hostMount string) *Syncer {
-	s := &Syncer{repo: repo, layout: LayoutOf(repo), run: run, helper: helper, hostMount: hostMount, noticed: map[string]string{}}
+// directory is mounted read-only there; lockDir the directory of shiro's
+// own state on the host that holds the import locks (ImportLockPath).
+func NewSyncer(repo *Repo, run Runner, helper []string, hostMount, lockDir string) *Syncer {
+	s := &Syncer{repo: repo, layout: LayoutOf(repo), run: run, helper: helper, hostMount: hostMount, noticed: map[string]string{},
+		importLock: ImportLockPath(lockDir, repo.CommonDir), lockWait: importLockWait}
 	s.host = NewFingerprinter(repo.CommonDir, s.layout)
 	s.readOnly = unsupportedRepo(repo.CommonDir)
 	return s
+}
+
+// importLockWait bounds the wait for another session's import into the
+// same repository: one holding the lock longer is taken for stuck, and
+// this import waits for the next sync.
+const importLockWait = 30 * time.Second
+
+// ErrImportBusy is the cause of an import lock not taken in time.
+var ErrImportBusy = errors.New("another shiro session is still copying its sandbox's git changes into this repository")
+
+// ImportLockPath is the import lock of the repository whose common git
+// directory is commonDir, under lockDir (in shiro's state on the host,
+// where no sandbox reaches: the sandbox sees the common directory itself
+// read-only, and a read-only file is enough to hold an flock). It is
+// keyed by the common directory's real path, so every worktree of one
+// repository shares it.
+func ImportLockPath(lockDir, commonDir string) string {
+	if real, err := filepath.EvalSymlinks(commonDir); err == nil {
+		commonDir = real
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(commonDir)))
+	return filepath.Join(lockDir, hex.EncodeToString(sum[:])[:32]+".lock")
+}
+
+// lockImports takes the repository's import lock, waiting up to lockWait.
+// Everything that reads the host's git directory to compare it or writes
+// it runs under this lock, so that two sessions' imports never interleave
+// (a ref checked by one and written by the other meanwhile, packed-refs
+// rewritten from a stale read).
+func (s *Syncer) lockImports(ctx context.Context) (func(), error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.lockWait, ErrImportBusy)
+	defer cancel()
+	unlock, err := flock.Lock(ctx, s.importLock)
+	if err != nil {
+		if errors.Is(err, ErrImportBusy) {
+			return nil, fmt.Errorf("%w (it has held %s for more than %s)", ErrImportBusy, s.importLock, s.lockWait)
+		}
+		return nil, fmt.Errorf("take the import lock %s: %w", s.importLock, err)
+	}
+	return unlock, nil
 }
 
 // Close releases the watches on the host's git directory.
@@ -151,7 +200,7 @@ func unsupportedRepo(commonDir string) string {
 func (s *Syncer) Init(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	host, err := s.readHost()
+	host, err := s.readHostLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -197,6 +246,17 @@ func (s *Syncer) readHost() (Snapshot, error) {
 	return out, nil
 }
 
+// readHostLocked reads the host's mirrored files under the import lock:
+// never half of another session's import.
+func (s *Syncer) readHostLocked(ctx context.Context) (Snapshot, error) {
+	unlock, err := s.lockImports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return s.readHost()
+}
+
 // Before brings the host's changes into the shadow, after importing what
 // the sandbox changed since the last sync (shadowFP is the fingerprint the
 // helper last reported).
@@ -228,10 +288,15 @@ func (s *Syncer) After(ctx context.Context, shadowFP string) ([]string, error) {
 // goes back), and removes the given paths (objects now on the host). The
 // agreed state becomes the host's.
 func (s *Syncer) pushHostChanges(ctx context.Context, force map[string]bool, remove []string) error {
-	snap, err := s.readHost()
+	snap, err := s.readHostLocked(ctx)
 	if err != nil {
 		return err
 	}
+	return s.pushSnapshot(ctx, snap, force, remove)
+}
+
+// pushSnapshot is pushHostChanges with the host's files read (snap).
+func (s *Syncer) pushSnapshot(ctx context.Context, snap Snapshot, force map[string]bool, remove []string) error {
 	host := s.stateOf(snap)
 	files := map[string][]byte{}
 	hdr := importHeader{Remove: remove}
@@ -458,13 +523,13 @@ func (s *Syncer) pull(ctx context.Context, shadowFP string) ([]string, error) {
 		return nil, err
 	}
 	defer exp.cleanup()
-	s.shadowFP = shadowFP
 	var notices []string
 	notice := func(format string, args ...any) { notices = append(notices, fmt.Sprintf(format, args...)) }
 
 	s.noticeSandboxOnly(exp, notice)
 	shadow := s.stateOf(exp.files)
 	if s.readOnly != "" {
+		s.shadowFP = shadowFP
 		if !s.sameBothWays(shadow) && s.noticed["readonly"] == "" {
 			s.noticed["readonly"] = "1"
 			notice("git changes made in the sandbox stay there: shiro does not copy them to this repository because %s", s.readOnly)
@@ -472,6 +537,32 @@ func (s *Syncer) pull(ctx context.Context, shadowFP string) ([]string, error) {
 		return notices, nil
 	}
 
+	// From the first look at the host's objects to the last write, one
+	// import at a time. The wait is bounded: when another session holds
+	// the lock too long, nothing is taken now, and since the shadow's
+	// fingerprint stays unsynced the next sync tries again.
+	unlock, err := s.lockImports(ctx)
+	if err != nil {
+		if errors.Is(err, ErrImportBusy) {
+			notice("git changes made in the sandbox are not in your repository yet: %v; they stay in the sandbox, and shiro copies them at the next command", err)
+			return notices, nil
+		}
+		return notices, err
+	}
+	snap, force, imported, err := s.importLocked(exp, shadow, notice)
+	unlock()
+	if err != nil {
+		return notices, err
+	}
+	s.shadowFP = shadowFP
+	// The shadow reaches imported objects through alternates now.
+	return notices, s.pushSnapshot(ctx, snap, force, imported)
+}
+
+// importLocked writes what the sandbox changed to the host, under the
+// import lock, and returns the host's files as they are then, the shadow
+// files to put right and the loose objects imported.
+func (s *Syncer) importLocked(exp *export, shadow state, notice func(string, ...any)) (Snapshot, map[string]bool, []string, error) {
 	// Objects first: they are only data, and refs may name them.
 	stores := map[string]*objectStore{}
 	store := func(gd string) *objectStore {
@@ -501,7 +592,7 @@ func (s *Syncer) pull(ctx context.Context, shadowFP string) ([]string, error) {
 
 	snap, err := s.readHost()
 	if err != nil {
-		return notices, err
+		return nil, nil, nil, err
 	}
 	host := s.stateOf(snap)
 	force := map[string]bool{}
@@ -509,8 +600,11 @@ func (s *Syncer) pull(ctx context.Context, shadowFP string) ([]string, error) {
 		s.pullRefs(gd, shadow.refs[gd], host.refs[gd], store(gd), force, notice)
 	}
 	s.pullFiles(shadow.files, host.files, store, force, notice)
-	// The shadow reaches imported objects through alternates now.
-	return notices, s.pushHostChanges(ctx, force, imported)
+	// What the shadow gets back: the host after this import.
+	if snap, err = s.readHost(); err != nil {
+		return nil, nil, nil, err
+	}
+	return snap, force, imported, nil
 }
 
 func (s *Syncer) sameBothWays(shadow state) bool {
@@ -599,7 +693,7 @@ func (s *Syncer) pullRefs(gd string, sRefs, hRefs map[string]refValue, objs *obj
 			continue
 		}
 		if sv == "" {
-			if err := h.deleteRef(name); err != nil {
+			if err := h.deleteRef(name, bv); err != nil {
 				refuse(err.Error())
 				continue
 			}
@@ -617,11 +711,10 @@ func (s *Syncer) pullRefs(gd string, sRefs, hRefs map[string]refValue, objs *obj
 			refuse(err.Error())
 			continue
 		}
-		if err := h.setRef(name, sv); err != nil {
+		if err := h.setRef(name, bv, sv, "shiro: updated in the sandbox"); err != nil {
 			refuse(err.Error())
 			continue
 		}
-		h.appendLog(name, bv, sv, "shiro: updated in the sandbox")
 		bRefs[name] = sv
 	}
 }
@@ -649,8 +742,11 @@ func (s *Syncer) pullFiles(shadow, host Snapshot, store func(string) *objectStor
 			notice(".git/%s stays in the sandbox: %s", rel, why)
 			force[rel] = true
 		}
-		if hok != bok || !bytes.Equal(hv, bv) && !(name == "index" && sameStaging(hv, bv)) {
-			refuse("it changed in your repository meanwhile")
+		unchanged := func(hv []byte, hok bool) bool {
+			return hok == bok && (bytes.Equal(hv, bv) || name == "index" && sameStaging(hv, bv))
+		}
+		if !unchanged(hv, hok) {
+			refuse(errChanged.Error())
 			continue
 		}
 		h := hostRefs{dir: filepath.Join(s.repo.CommonDir, filepath.FromSlash(gd))}
@@ -679,7 +775,9 @@ func (s *Syncer) pullFiles(shadow, host Snapshot, store func(string) *objectStor
 				continue
 			}
 		}
-		if err := h.lockWrite(name, sv); err != nil {
+		// Checked again under the file's lock: a git on the host may have
+		// written it since the snapshot.
+		if err := h.lockWrite(name, sv, unchanged); err != nil {
 			refuse(err.Error())
 			continue
 		}

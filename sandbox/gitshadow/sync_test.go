@@ -91,12 +91,19 @@ func (f *fakeSandbox) Run(_ context.Context, cmd sandbox.Command) (sandbox.Resul
 // (the shadow as git directory, the workspace as worktree).
 func shadowed(t *testing.T, ws string) (*Syncer, *fakeSandbox, func(args ...string) string) {
 	t.Helper()
+	return shadowedWithLocks(t, ws, t.TempDir())
+}
+
+// shadowedWithLocks is shadowed with the import locks in lockDir (shared
+// by sessions on one repository).
+func shadowedWithLocks(t *testing.T, ws, lockDir string) (*Syncer, *fakeSandbox, func(args ...string) string) {
+	t.Helper()
 	repo, err := Discover(ws)
 	if err != nil || repo == nil {
 		t.Fatalf("Discover: %v %v", repo, err)
 	}
 	fs := &fakeSandbox{shadow: t.TempDir()}
-	s := NewSyncer(repo, fs, []string{"helper", "helper", "git"}, repo.CommonDir)
+	s := NewSyncer(repo, fs, []string{"helper", "helper", "git"}, repo.CommonDir, lockDir)
 	t.Cleanup(s.Close)
 	if err := s.Init(t.Context()); err != nil {
 		t.Fatal(err)
