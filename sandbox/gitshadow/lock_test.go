@@ -181,3 +181,49 @@ func TestImportWaitsForAnotherSessionsImport(t *testing.T) {
 	}
 	gitIn(t, ws, nil, "fsck", "--full", "--strict")
 }
+
+func TestBranchCheckedOutElsewhereStaysPut(t *testing.T) {
+	requireGit(t)
+	t.Parallel()
+	ws := newRepo(t)
+	wt := filepath.Join(t.TempDir(), "agent")
+	gitIn(t, ws, nil, "worktree", "add", "-q", wt, "-b", "shiro/agent")
+	gitIn(t, ws, nil, "branch", "free")
+	lockDir := t.TempDir()
+	mainBefore := gitIn(t, ws, nil, "rev-parse", "main")
+
+	// The agent's sandbox moves the user's checked-out main, deletes
+	// nothing it may not, and moves a branch no worktree has.
+	s, fs, inSandbox := shadowedWithLocks(t, wt, lockDir)
+	inSandbox("commit", "-q", "--allow-empty", "-m", "agent")
+	agent := inSandbox("rev-parse", "HEAD")
+	inSandbox("update-ref", "refs/heads/main", agent)
+	inSandbox("update-ref", "refs/heads/free", agent)
+	notices := strings.Join(after(t, s, fs), "\n")
+	if got := gitIn(t, ws, nil, "rev-parse", "main"); got != mainBefore {
+		t.Errorf("the user's checked-out main moved to %s", got)
+	}
+	if !strings.Contains(notices, "refs/heads/main stays in the sandbox: it is the branch checked out in "+ws) {
+		t.Errorf("no notice for main:\n%s", notices)
+	}
+	for branch, want := range map[string]string{"shiro/agent": agent, "free": agent} {
+		if got := gitIn(t, ws, nil, "rev-parse", branch); got != want {
+			t.Errorf("%s is %s, want the sandbox's %s", branch, got, want)
+		}
+	}
+	if got := gitIn(t, ws, nil, "status", "--porcelain"); got != "" {
+		t.Errorf("the user's checkout changed:\n%s", got)
+	}
+
+	// The checkout's own session does not move the agent's branch.
+	m, mfs, inMain := shadowedWithLocks(t, ws, lockDir)
+	inMain("update-ref", "refs/heads/shiro/agent", mainBefore)
+	notices = strings.Join(after(t, m, mfs), "\n")
+	if got := gitIn(t, ws, nil, "rev-parse", "shiro/agent"); got != agent {
+		t.Errorf("the agent's branch moved to %s", got)
+	}
+	if !strings.Contains(notices, "checked out in "+wt) {
+		t.Errorf("no notice for shiro/agent:\n%s", notices)
+	}
+	gitIn(t, ws, nil, "fsck", "--full")
+}

@@ -596,8 +596,13 @@ func (s *Syncer) importLocked(exp *export, shadow state, notice func(string, ...
 	}
 	host := s.stateOf(snap)
 	force := map[string]bool{}
+	others := s.otherCheckouts()
 	for _, gd := range s.refDirs() {
-		s.pullRefs(gd, shadow.refs[gd], host.refs[gd], store(gd), force, notice)
+		var busy map[string]string
+		if gd == "" {
+			busy = others
+		}
+		s.pullRefs(gd, shadow.refs[gd], host.refs[gd], store(gd), busy, force, notice)
 	}
 	s.pullFiles(shadow.files, host.files, store, force, notice)
 	// What the shadow gets back: the host after this import.
@@ -659,9 +664,74 @@ func (s *Syncer) noticeSandboxOnly(exp *export, notice func(string, ...any)) {
 	}
 }
 
+// otherCheckouts maps each branch checked out in a worktree of the
+// repository other than the workspace's (the main worktree, unless the
+// repository is bare, and every linked one) to that worktree, as the
+// host has them now.
+func (s *Syncer) otherCheckouts() map[string]string {
+	out := map[string]string{}
+	branch := func(gitDir string) string {
+		b, err := readRegular(filepath.Join(gitDir, "HEAD"), 4096)
+		if err != nil {
+			return ""
+		}
+		v, ok := parseRefValue(b)
+		if t, isRef := strings.CutPrefix(v, "ref: "); ok && isRef && strings.HasPrefix(t, "refs/heads/") {
+			return t
+		}
+		return ""
+	}
+	common := s.repo.CommonDir
+	if s.layout.Worktree != "" && !bareRepo(common) {
+		if b := branch(common); b != "" {
+			out[b] = filepath.Dir(common)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(common, "worktrees"))
+	for _, e := range entries {
+		if !e.IsDir() || "worktrees/"+e.Name() == s.layout.Worktree {
+			continue
+		}
+		gd := filepath.Join(common, "worktrees", e.Name())
+		b := branch(gd)
+		if b == "" {
+			continue
+		}
+		where := "the worktree " + e.Name()
+		if back, err := readPointer(filepath.Join(gd, "gitdir"), ""); err == nil {
+			where = filepath.Dir(joinFrom(gd, back))
+		}
+		out[b] = where
+	}
+	return out
+}
+
+// bareRepo reports core.bare = true in the common directory's config.
+func bareRepo(commonDir string) bool {
+	b, err := readRegular(filepath.Join(commonDir, "config"), 1<<20)
+	if err != nil {
+		return false
+	}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section = strings.ToLower(strings.TrimSpace(strings.Trim(line, "[]")))
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if section == "core" && ok && strings.EqualFold(strings.TrimSpace(k), "bare") {
+			return strings.EqualFold(strings.TrimSpace(v), "true")
+		}
+	}
+	return false
+}
+
 // pullRefs applies the sandbox's ref changes of one git directory to the
-// host; the agreed state follows each ref applied.
-func (s *Syncer) pullRefs(gd string, sRefs, hRefs map[string]refValue, objs *objectStore, force map[string]bool, notice func(string, ...any)) {
+// host; the agreed state follows each ref applied. A branch checked out
+// in another worktree (elsewhere: branch → worktree) is not moved: that
+// worktree's checkout would change under its user.
+func (s *Syncer) pullRefs(gd string, sRefs, hRefs map[string]refValue, objs *objectStore, elsewhere map[string]string, force map[string]bool, notice func(string, ...any)) {
 	bRefs := s.base.refs[gd]
 	if bRefs == nil {
 		bRefs = map[string]refValue{}
@@ -690,6 +760,9 @@ func (s *Syncer) pullRefs(gd string, sRefs, hRefs map[string]refValue, objs *obj
 			continue
 		case hv != bv:
 			refuse(fmt.Sprintf("it changed in your repository meanwhile (now %s); the sandbox's %s is kept as an object", short(hv), short(sv)))
+			continue
+		case elsewhere[name] != "":
+			refuse(fmt.Sprintf("it is the branch checked out in %s, another worktree of this repository, which shiro does not change from this sandbox (the sandbox has it at %s)", elsewhere[name], short(sv)))
 			continue
 		}
 		if sv == "" {

@@ -108,8 +108,9 @@ func shadowedWithLocks(t *testing.T, ws, lockDir string) (*Syncer, *fakeSandbox,
 	if err := s.Init(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	gitDir := filepath.Join(fs.shadow, filepath.FromSlash(repo.Worktree)) // a linked worktree's own
 	inSandbox := func(args ...string) string {
-		return gitIn(t, ws, []string{"GIT_DIR=" + fs.shadow, "GIT_WORK_TREE=" + ws}, args...)
+		return gitIn(t, ws, []string{"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + ws}, args...)
 	}
 	return s, fs, inSandbox
 }
