@@ -204,6 +204,11 @@ func Import(r io.Reader, root string, l Layout) error {
 			continue
 		}
 		refs := path.Join(d, refsDir)
+		// git takes a directory without refs/ for no repository: all of
+		// the host's refs may be packed.
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(refs)), 0o755); err != nil {
+			return err
+		}
 		var stale []string
 		_ = walkFiles(root, refs, func(rel string, fi fs.FileInfo) error {
 			if !written[rel] && !strings.HasSuffix(rel, ".lock") {

@@ -443,3 +443,15 @@ func TestIndexWithANewGitlinkStaysInTheSandbox(t *testing.T) {
 		t.Errorf("host index has a/b: %q", got)
 	}
 }
+
+func TestShadowOfARepositoryWithEveryRefPacked(t *testing.T) {
+	requireGit(t)
+	t.Parallel()
+	ws := newRepo(t)
+	gitIn(t, ws, nil, "pack-refs", "--all")
+	os.RemoveAll(filepath.Join(ws, ".git", "refs", "heads")) // as a fresh clone has it
+	_, _, inSandbox := shadowed(t, ws)
+	if got := inSandbox("log", "--format=%s"); got != "first" {
+		t.Errorf("sandbox log: %q", got)
+	}
+}
