@@ -70,7 +70,9 @@ const (
 // classify says how rel is mirrored under the layout.
 func (l Layout) classify(rel string) direction {
 	gitDir, name := l.split(rel)
-	if name == "" {
+	if name == "" || strings.HasSuffix(name, ".lock") {
+		// A lock is a git's write in progress on its side: copied, it
+		// would hold the other side's git off for good.
 		return notMirrored
 	}
 	linked := l.Worktree != "" && gitDir == l.Worktree

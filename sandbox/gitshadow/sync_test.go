@@ -455,3 +455,25 @@ func TestShadowOfARepositoryWithEveryRefPacked(t *testing.T) {
 		t.Errorf("sandbox log: %q", got)
 	}
 }
+
+// A git on the host holding a ref's lock as the shadow is filled (a
+// pack-refs, a commit) must not leave the lock in the sandbox.
+func TestHostLockFilesStayOnTheHost(t *testing.T) {
+	requireGit(t)
+	t.Parallel()
+	ws := newRepo(t)
+	lock := filepath.Join(ws, ".git", "refs", "heads", "main.lock")
+	if err := os.WriteFile(lock, []byte(strings.Repeat("0", 40)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, fs, inSandbox := shadowed(t, ws)
+	if _, err := os.Stat(filepath.Join(fs.shadow, "refs", "heads", "main.lock")); err == nil {
+		t.Fatal("the host's lock reached the shadow")
+	}
+	os.Remove(lock)
+	inSandbox("commit", "-q", "--allow-empty", "-m", "in the sandbox")
+	after(t, s, fs)
+	if got := gitIn(t, ws, nil, "log", "--format=%s", "-1"); got != "in the sandbox" {
+		t.Errorf("host log: %q", got)
+	}
+}
