@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -295,7 +296,7 @@ func (f *Factory) openSessionWorkspace(ctx context.Context, opts *RunOptions) (*
 	if err != nil {
 		return nil, &ExitError{Code: 1, Err: err}
 	}
-	folder, err := f.worktreesDir(dir, paths)
+	folder, err := f.worktreesDir(paths)
 	if err != nil {
 		return nil, &ExitError{Code: 1, Err: err}
 	}
@@ -315,10 +316,24 @@ func (f *Factory) openSessionWorkspace(ctx context.Context, opts *RunOptions) (*
 	return &sessionWorkspace{Workspace: w, Agent: a, release: release}, nil
 }
 
-// worktreesDir is the configured folder of worktree agents (worktrees.dir
-// in the user's config), "" for the default.
-func (f *Factory) worktreesDir(dir string, paths config.Paths) (string, error) {
-	return "", nil
+// worktreesDir is the configured folder of worktree agents, "" for the
+// default: worktrees.dir, read from the user's config alone (no project's
+// file is read before the agent's worktree is known; a project cannot set
+// it anyway), a ~/ path expanded.
+func (f *Factory) worktreesDir(paths config.Paths) (string, error) {
+	cfg, _, err := config.Load(config.LoadOptions{Paths: paths, Env: f.LookupEnv})
+	if err != nil {
+		return "", err
+	}
+	dir := cfg.WorktreesDir
+	if rest, ok := strings.CutPrefix(dir, "~/"); ok {
+		home, _ := f.LookupEnv("HOME")
+		if home == "" {
+			return "", errors.New(`"worktrees.dir" starts with ~/ but HOME is not set: give an absolute path`)
+		}
+		dir = filepath.Join(home, rest)
+	}
+	return dir, nil
 }
 
 // NewCmdRoot builds the shiro command tree.
