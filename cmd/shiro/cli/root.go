@@ -283,7 +283,13 @@ func (f *Factory) openSessionWorkspace(ctx context.Context, opts *RunOptions) (*
 		if err != nil {
 			return nil, err
 		}
-		return &sessionWorkspace{Workspace: w}, nil
+		sw := &sessionWorkspace{Workspace: w}
+		// Started in an agent's worktree: the session is the agent's.
+		if err := f.holdAgentAt(sw); err != nil {
+			w.Close()
+			return nil, err
+		}
+		return sw, nil
 	}
 	if opts.Resume != "" {
 		return nil, usagef("--worktree goes with -c, not -r (a session resumed by id runs where it ran)")
@@ -314,6 +320,29 @@ func (f *Factory) openSessionWorkspace(ctx context.Context, opts *RunOptions) (*
 		return nil, err
 	}
 	return &sessionWorkspace{Workspace: w, Agent: a, release: release}, nil
+}
+
+// holdAgentAt makes sw the session of the worktree agent whose worktree it
+// is, if any, holding the agent as --worktree does.
+func (f *Factory) holdAgentAt(sw *sessionWorkspace) error {
+	paths, err := config.ResolvePaths(f.LookupEnv)
+	if err != nil || paths.DataDir == "" {
+		return nil // no data directory: no agents either
+	}
+	folder, err := f.worktreesDir(paths)
+	if err != nil {
+		return nil // the full configuration load says what is wrong
+	}
+	a, err := worktree.AgentAt(paths.DataDir, folder, sw.Path())
+	if err != nil || a == nil || a.Path != sw.Path() {
+		return nil
+	}
+	release, err := worktree.LayoutFor(paths.DataDir, folder, a.CommonDir).Hold(a.Name)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	sw.Agent, sw.release = a, release
+	return nil
 }
 
 // worktreesDir is the configured folder of worktree agents, "" for the

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/orchestrator/worktree"
 )
 
@@ -132,5 +133,34 @@ func TestDoctorNamesTheWorktreeAgent(t *testing.T) {
 	f.Getwd = func() (string, error) { return top, nil }
 	if _, _, err := f.doctorWorkspace(&DoctorOptions{Worktree: "none"}); err == nil || !strings.Contains(err.Error(), "no such worktree agent") {
 		t.Errorf("doctor --worktree of no agent: %v", err)
+	}
+}
+
+// A session started in an agent's worktree without --worktree is the
+// agent's: it holds the agent and its record names it.
+func TestStartingInAnAgentsWorktreeIsTheAgent(t *testing.T) {
+	t.Parallel()
+	f, _, _ := worktreeFixture(t, "")
+	sw, err := f.openSessionWorkspace(t.Context(), &RunOptions{Worktree: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := sw.Path()
+	f.Getwd = func() (string, error) { return wt, nil }
+	if _, err := f.openSessionWorkspace(t.Context(), &RunOptions{}); err == nil || !strings.Contains(err.Error(), "running in another shiro") {
+		t.Errorf("a plain start in a running agent's worktree: %v", err)
+	}
+	sw.Close()
+	in, err := f.openSessionWorkspace(t.Context(), &RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if in.Agent == nil || in.Agent.Name != "e" {
+		t.Errorf("a plain start in the agent's worktree is not the agent: %+v", in.Agent)
+	}
+	st := &store.Store{Dir: t.TempDir()}
+	if _, err := resumeRecord(st, in, &RunOptions{Continue: true}); err == nil || !strings.Contains(err.Error(), "the worktree agent e has no saved session yet") {
+		t.Errorf("-c of an agent without a session: %v", err)
 	}
 }
