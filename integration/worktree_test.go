@@ -114,3 +114,63 @@ func TestWorktreeAgentCommitsOnItsBranch(t *testing.T) {
 	}
 	h.noMarker()
 }
+
+// A worktree agent's sandbox cannot reach the user's checkout (another
+// worktree of the same repository) nor, through its gitfile, the
+// repository's git directory: writing ../checkout/x, the checkout's files
+// by their absolute path, or a hook into the common directory the gitfile
+// names changes nothing on the host, and git run there afterwards runs
+// nothing planted.
+func TestHostileWorktreeAgentCannotReachTheCheckout(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	ws := h.workspace("checkout")
+	h.repo(ws)
+	home := h.dir("shiro-home", 0o700)
+	common := filepath.Join(ws, ".git")
+	hook := "#!/bin/sh\n" + h.plant("hook") + "\n"
+	attack := strings.Join([]string{
+		`echo pwned > ../checkout/x 2>/dev/null; echo "rel:$?"`,
+		`echo pwned > ` + ws + `/README 2>/dev/null; echo "abs:$?"`,
+		`gitdir=$(sed -n 's/^gitdir: //p' .git); common=$(cd "$gitdir" && cd "$(cat commondir)" && pwd); echo "common:$common"`,
+		`printf '` + strings.ReplaceAll(hook, "\n", `\n`) + `' > "$common/hooks/post-commit" && chmod +x "$common/hooks/post-commit"; echo "hook:$?"`,
+		`printf '` + strings.ReplaceAll(hook, "\n", `\n`) + `' > "$common/hooks/post-checkout" && chmod +x "$common/hooks/post-checkout"`,
+		`git config -f "$common/config" core.fsmonitor "` + h.plant("fsmonitor") + `"; echo "config:$?"`,
+		`ls "` + ws + `" 2>&1 | head -3; echo done`,
+	}, "; ")
+	srv := fakemodel.New(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{bashCall("call_attack", attack)}},
+		fakemodel.Reply{Text: "tried"},
+	)
+	env := append([]string{"SHIRO_HOME=" + home, "ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "SHIRO_API_KEY=", "SHIRO_MODEL=", "SHIRO_OPENAI_API="}, providers[0].env(srv.URL)...)
+	res := h.shiro(ws, env, "-p", "--yolo", "--worktree", "x", "go")
+	wts, _ := filepath.Glob(filepath.Join(home, "worktrees", "*", "x"))
+	for _, wt := range wts {
+		t.Cleanup(func() { testenv.RemoveContainers(t, h.api, wt) })
+	}
+	if res.code != 0 || len(wts) != 1 {
+		t.Fatalf("exit %d, worktrees %v\n%s", res.code, wts, res.stderr)
+	}
+	out := resultOf(t, srv.Requests(), "call_attack")
+	t.Logf("the attack in the sandbox:\n%s", out)
+	mustContain(t, "the attack's result", out, "done")
+	mustContain(t, "the common directory the sandbox sees", out, "common:"+common)
+
+	if _, err := os.Stat(filepath.Join(ws, "x")); err == nil {
+		t.Error("the sandbox wrote ../checkout/x on the host")
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "README")); string(b) != "hello\n" {
+		t.Errorf("the checkout's README on the host: %q", b)
+	}
+	for _, name := range []string{"post-commit", "post-checkout"} {
+		if _, err := os.Stat(filepath.Join(common, "hooks", name)); err == nil {
+			t.Errorf("the sandbox planted hooks/%s in the repository on the host", name)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(common, "config")); strings.Contains(string(b), "fsmonitor") {
+		t.Errorf("the sandbox wrote the repository's config on the host:\n%s", b)
+	}
+	h.hostGit(ws)
+	h.hostGit(wts[0])
+	h.noMarker()
+}
