@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/worktree"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -248,6 +251,120 @@ func (f *Factory) openWorkspace() (*workspace.Workspace, error) {
 	return workspace.Open(ws)
 }
 
+// sessionWorkspace is the workspace of a session, opened once, and, with
+// --worktree, the worktree agent it runs as.
+type sessionWorkspace struct {
+	*workspace.Workspace
+	// Agent is the worktree agent (nil without --worktree).
+	Agent *worktree.Agent
+	// release lets go of the agent's running mark.
+	release func()
+}
+
+// Close closes the workspace and lets go of the agent.
+func (s *sessionWorkspace) Close() error {
+	err := s.Workspace.Close()
+	if s.release != nil {
+		s.release()
+	}
+	return err
+}
+
+// openSessionWorkspace opens the workspace of a session: the current
+// directory, or with --worktree NAME the worktree of the agent NAME (made
+// or reused by worktree.Open), marked running for as long as the session
+// holds it open.
+func (f *Factory) openSessionWorkspace(ctx context.Context, opts *RunOptions) (*sessionWorkspace, error) {
+	if opts.Worktree == "" {
+		if opts.From != "" {
+			return nil, usagef("--from needs --worktree NAME")
+		}
+		w, err := f.openWorkspace()
+		if err != nil {
+			return nil, err
+		}
+		sw := &sessionWorkspace{Workspace: w}
+		// Started in an agent's worktree: the session is the agent's.
+		if err := f.holdAgentAt(sw); err != nil {
+			w.Close()
+			return nil, err
+		}
+		return sw, nil
+	}
+	if opts.Resume != "" {
+		return nil, usagef("--worktree goes with -c, not -r (a session resumed by id runs where it ran)")
+	}
+	dir, err := f.workspace()
+	if err != nil {
+		return nil, err
+	}
+	paths, err := config.ResolvePaths(f.LookupEnv)
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: err}
+	}
+	folder, err := f.worktreesDir(paths)
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: err}
+	}
+	a, err := worktree.Open(ctx, worktree.OpenOptions{Dir: dir, Name: opts.Worktree, From: opts.From, DataDir: paths.DataDir, WorktreeDir: folder})
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: err}
+	}
+	release, err := worktree.LayoutFor(paths.DataDir, folder, a.CommonDir).Hold(a.Name)
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: err}
+	}
+	w, err := workspace.Open(a.Path)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &sessionWorkspace{Workspace: w, Agent: a, release: release}, nil
+}
+
+// holdAgentAt makes sw the session of the worktree agent whose worktree it
+// is, if any, holding the agent as --worktree does.
+func (f *Factory) holdAgentAt(sw *sessionWorkspace) error {
+	paths, err := config.ResolvePaths(f.LookupEnv)
+	if err != nil || paths.DataDir == "" {
+		return nil // no data directory: no agents either
+	}
+	folder, err := f.worktreesDir(paths)
+	if err != nil {
+		return nil // the full configuration load says what is wrong
+	}
+	a, err := worktree.AgentAt(paths.DataDir, folder, sw.Path())
+	if err != nil || a == nil || a.Path != sw.Path() {
+		return nil
+	}
+	release, err := worktree.LayoutFor(paths.DataDir, folder, a.CommonDir).Hold(a.Name)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	sw.Agent, sw.release = a, release
+	return nil
+}
+
+// worktreesDir is the configured folder of worktree agents, "" for the
+// default: worktrees.dir, read from the user's config alone (no project's
+// file is read before the agent's worktree is known; a project cannot set
+// it anyway), a ~/ path expanded.
+func (f *Factory) worktreesDir(paths config.Paths) (string, error) {
+	cfg, _, err := config.Load(config.LoadOptions{Paths: paths, Env: f.LookupEnv})
+	if err != nil {
+		return "", err
+	}
+	dir := cfg.WorktreesDir
+	if rest, ok := strings.CutPrefix(dir, "~/"); ok {
+		home, _ := f.LookupEnv("HOME")
+		if home == "" {
+			return "", errors.New(`"worktrees.dir" starts with ~/ but HOME is not set: give an absolute path`)
+		}
+		dir = filepath.Join(home, rest)
+	}
+	return dir, nil
+}
+
 // NewCmdRoot builds the shiro command tree.
 func NewCmdRoot(f *Factory) *cobra.Command {
 	sf := &SandboxFlags{}
@@ -279,6 +396,8 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	fl.BoolVar(&opts.JSON, "json", false, "with -p: print every event as one JSON line")
 	fl.BoolVarP(&opts.Continue, "continue", "c", false, "continue the newest session of this directory")
 	fl.StringVarP(&opts.Resume, "resume", "r", "", "resume a session by id or unique prefix")
+	fl.StringVar(&opts.Worktree, "worktree", "", "run as the worktree agent NAME: in its own worktree of this repository on the branch shiro/NAME, with its own sandbox (made or reused; -c continues its session)")
+	fl.StringVar(&opts.From, "from", "", "with --worktree: the commit a new agent's branch starts from (default HEAD)")
 	fl.BoolVar(&opts.NoInstructions, "no-instructions", false, "do not load AGENTS.md, CLAUDE.md or .shiro.md")
 	fl.BoolVar(&opts.NoMemory, "no-memory", false, "no project memory: no remember, recall or forget, no notes in the prompt")
 	fl.BoolVar(&opts.NoSkills, "no-skills", false, "load no skills (no skill tool)")

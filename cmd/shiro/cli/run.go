@@ -34,6 +34,10 @@ type RunOptions struct {
 	Sandbox    *SandboxFlags
 	Model      *ModelFlags
 
+	// Worktree names the worktree agent the session runs as (--worktree),
+	// From the commit a new agent starts from (--from).
+	Worktree, From string
+
 	// NoMCP starts no MCP server.
 	NoMCP bool
 	// Apply applies the sandbox's changes at the end of a headless run in
@@ -72,12 +76,12 @@ func headlessPrompt(f *Factory, arg string) (string, error) {
 }
 
 func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
-	w, err := f.openWorkspace()
+	sw, err := f.openSessionWorkspace(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	ws := w.Path()
+	defer sw.Close()
+	w, ws := sw.Workspace, sw.Path()
 	cfg, paths, err := f.loadConfig(w, opts.Sandbox, opts.Model)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
@@ -91,12 +95,12 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return err
 	}
 	st := &store.Store{Dir: paths.SessionsDir()}
-	rec, err := resumeRecord(st, ws, opts)
+	rec, err := resumeRecord(st, sw, opts)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
 	if rec.ID == "" {
-		rec = store.NewRecord(ws, cfg.Provider, cfg.Model)
+		rec = newRecord(sw, cfg)
 	}
 	if !cfg.Yolo {
 		fmt.Fprintln(f.ErrOut, "shiro: headless without --yolo: write_file, edit_file, multi_edit, bash and MCP tools will be denied.")
@@ -154,14 +158,28 @@ func finishCopy(ctx context.Context, sess *orchestrator.Session, p *headlessPrin
 	return nil
 }
 
+// newRecord starts the record of a new session in sw, naming its worktree
+// agent.
+func newRecord(sw *sessionWorkspace, cfg config.Config) store.Record {
+	rec := store.NewRecord(sw.Path(), cfg.Provider, cfg.Model)
+	if sw.Agent != nil {
+		rec.Worktree, rec.Branch = sw.Agent.Name, sw.Agent.Branch
+	}
+	return rec
+}
+
 // resumeRecord loads the session -c or -r asks for (an empty record when
 // neither).
-func resumeRecord(st *store.Store, ws string, opts *RunOptions) (store.Record, error) {
+func resumeRecord(st *store.Store, sw *sessionWorkspace, opts *RunOptions) (store.Record, error) {
 	switch {
 	case opts.Continue && opts.Resume != "":
 		return store.Record{}, usagef("-c and -r exclude each other")
 	case opts.Continue:
-		return st.Latest(ws)
+		rec, err := st.Latest(sw.Path())
+		if errors.Is(err, store.ErrNoSessionHere) && sw.Agent != nil {
+			return rec, fmt.Errorf("the worktree agent %s has no saved session yet: leave out -c to start one", sw.Agent.Name)
+		}
+		return rec, err
 	case opts.Resume != "":
 		return st.Resolve(opts.Resume)
 	}
