@@ -26,25 +26,6 @@ import (
 // directory and work tree named from the record, so a gitfile there is
 // never followed.
 
-// Repo is the checkout a command runs in: its top directory and its
-// repository's common git directory.
-type Repo struct {
-	Top, CommonDir string
-}
-
-// FindRepo is the checkout holding dir.
-func FindRepo(ctx context.Context, dir string) (Repo, error) {
-	out, err := Git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir")
-	if err != nil {
-		return Repo{}, fmt.Errorf("%s is not in a git checkout (run shiro agents in your repository): %w", dir, err)
-	}
-	lines := strings.Split(out, "\n")
-	if len(lines) != 2 || lines[0] == "" || lines[1] == "" {
-		return Repo{}, fmt.Errorf("%s is not in a git checkout with a work tree (run shiro agents in your repository)", dir)
-	}
-	return Repo{Top: filepath.Clean(lines[0]), CommonDir: filepath.Clean(lines[1])}, nil
-}
-
 // Agents reads every agent record of the layout, by name.
 func (l Layout) Agents() ([]*Agent, error) {
 	entries, err := os.ReadDir(l.State)
@@ -303,7 +284,7 @@ func (e *ConflictError) Error() string {
 // Git runs on content the sandbox wrote, with hooks and fsmonitor off;
 // merge drivers and filters the user's own configuration defines still
 // run when the agent's .gitattributes names them.
-func (l Layout) Merge(ctx context.Context, repo Repo, name string) (MergeResult, error) {
+func (l Layout) Merge(ctx context.Context, repo Repository, name string) (MergeResult, error) {
 	a, err := l.Load(name)
 	if err != nil {
 		return MergeResult{}, err
@@ -390,7 +371,7 @@ func isObjectID(s string) bool {
 // undoMerge puts the checkout back after a failed merge: the conflict's
 // paths are kept for the error, the merge is aborted, ORIG_HEAD is put
 // back, and HEAD and the index are checked to be as before.
-func undoMerge(ctx context.Context, repo Repo, a *Agent, head, origHead string, mergeErr error) error {
+func undoMerge(ctx context.Context, repo Repository, a *Agent, head, origHead string, mergeErr error) error {
 	// The merge may have been cancelled: put the checkout back regardless.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
@@ -421,12 +402,6 @@ func undoMerge(ctx context.Context, repo Repo, a *Agent, head, origHead string, 
 		return &ConflictError{Name: a.Name, Branch: a.Branch, Paths: paths}
 	}
 	return fmt.Errorf("merge %s into %s: %w", a.Branch, repo.Top, mergeErr)
-}
-
-// within reports whether path is dir or below it.
-func within(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // RemoveOptions are Remove's choices.

@@ -20,7 +20,7 @@ import (
 // agents under a data directory of the test's.
 type world struct {
 	t      *testing.T
-	repo   Repo
+	repo   Repository
 	layout Layout
 }
 
@@ -38,12 +38,9 @@ func newWorld(t *testing.T) *world {
 	w.git(top, "config", "commit.gpgSign", "false")
 	w.write(top, "a.txt", "one\ntwo\nthree\n")
 	w.commit(top, "first", "a.txt")
-	repo, err := FindRepo(t.Context(), top)
+	repo, err := FindRepository(top)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if repo.Top != top || repo.CommonDir != filepath.Join(top, ".git") {
-		t.Fatalf("FindRepo(%s) = %+v", top, repo)
 	}
 	w.repo = repo
 	w.layout = LayoutFor(filepath.Join(base, "data"), "", repo.CommonDir)
