@@ -256,22 +256,23 @@ type MergeResult struct {
 	// FastForward: the checkout's branch moved to the agent's tip;
 	// otherwise a merge commit was made.
 	FastForward bool
-	// Head is the checkout's commit after the merge.
-	Head string
+	// Into is the checkout's branch; Head its commit after the merge.
+	Into, Head string
 	// Uncommitted are the agent's worktree's changes the merge did not
 	// bring (they are not committed).
 	Uncommitted []string
 }
 
 // ConflictError is Merge's error when the agent's branch conflicts with
-// the checkout: the merge was aborted and the checkout is as it was.
+// the checkout: nothing was merged (or the merge was aborted) and the
+// checkout is as it was.
 type ConflictError struct {
 	Name, Branch string
 	Paths        []string
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("merging %s conflicts in %s; the merge was aborted and your checkout is as it was (merge it yourself with git merge %s, or ask the agent to rebase)",
+	return fmt.Sprintf("merging %s conflicts in %s; nothing was merged and your checkout is as it was (merge it yourself with git merge %s, or have the agent rebase its branch)",
 		e.Branch, strings.Join(e.Paths, ", "), e.Branch)
 }
 
@@ -317,7 +318,7 @@ func (l Layout) Merge(ctx context.Context, repo Repository, name string) (MergeR
 	if err != nil {
 		return MergeResult{}, err
 	}
-	res := MergeResult{Head: head}
+	res := MergeResult{Into: branch, Head: head}
 	res.Uncommitted, _ = uncommitted(ctx, a)
 	if _, err := Git(ctx, repo.Top, "merge-base", "--is-ancestor", t, head); err == nil {
 		res.UpToDate = true

@@ -380,7 +380,7 @@ func TestMerge(t *testing.T) {
 		if !errors.As(err, &ce) || !slices.Equal(ce.Paths, []string{"a.txt"}) {
 			t.Fatalf("err %v, want a conflict in a.txt", err)
 		}
-		if !strings.Contains(err.Error(), "your checkout is as it was") {
+		if !strings.Contains(err.Error(), "nothing was merged and your checkout is as it was") {
 			t.Errorf("message: %v", err)
 		}
 		if after := w.state(); after != before {
