@@ -251,10 +251,7 @@ func newCmdAgentsRm(f *Factory, sf *SandboxFlags) *cobra.Command {
 					return fmt.Errorf("this repository has no worktree agent %s (shiro agents lists them)", name)
 				}
 			}
-			ms, err := f.managers(cmd.Context(), sf)
-			if err != nil {
-				return fmt.Errorf("reach the sandbox engine to remove the agents' containers: %w", err)
-			}
+			ms := f.agentManagers(cmd.Context(), sf)
 			defer closeAll(ms)
 			opts.Sandboxes = sandboxesOf(ms)
 			opts.Report = func(s string) { fmt.Fprintln(f.ErrOut, termsafe.Name(s)) }
@@ -272,6 +269,17 @@ func newCmdAgentsRm(f *Factory, sf *SandboxFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&opts.DeleteBranch, "delete-branch", false, "delete the agent's branch shiro/NAME too")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "remove a worktree whose changes are not committed")
 	return cmd
+}
+
+// agentManagers are the engines whose containers rm and prune remove.
+// Without one (no Docker, --no-sandbox) the agents still go: a container
+// whose worktree is gone is removed by the next `shiro sandbox prune`.
+func (f *Factory) agentManagers(ctx context.Context, sf *SandboxFlags) []sandbox.Manager {
+	ms, err := f.managers(ctx, sf)
+	if err != nil {
+		fmt.Fprintf(f.ErrOut, "[notice] sandbox containers not removed: %v (shiro sandbox prune removes them once the engine answers)\n", err)
+	}
+	return ms
 }
 
 func branchFate(name string, deleted bool) string {
@@ -300,10 +308,7 @@ func newCmdAgentsPrune(f *Factory, sf *SandboxFlags) *cobra.Command {
 			}
 			opts.Sessions = &store.Store{Dir: paths.SessionsDir()}
 			if !opts.DryRun {
-				ms, err := f.managers(cmd.Context(), sf)
-				if err != nil {
-					return fmt.Errorf("reach the sandbox engine to remove the agents' containers: %w", err)
-				}
+				ms := f.agentManagers(cmd.Context(), sf)
 				defer closeAll(ms)
 				opts.Sandboxes = sandboxesOf(ms)
 				opts.Report = func(s string) { fmt.Fprintln(f.ErrOut, termsafe.Name(s)) }
