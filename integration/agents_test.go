@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +19,10 @@ import (
 // at the same time; the user's checkout does not change; both commits are
 // on their branches; `shiro agents` lists both; `merge` of one brings its
 // change, the other's merge reports the conflict and leaves the checkout as
-// it was; `rm` takes the agent's worktree, container and branch; `git
-// fsck` is clean.
+// it was; `rm` takes the agent's worktree, container and branch; an agent
+// whose session runs is listed as running and is neither merged nor
+// removed until it ends; `git fsck` is clean and no hook of the
+// repository's ran on the host.
 func TestAgentsCompareAndMerge(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
@@ -163,6 +166,38 @@ func TestAgentsCompareAndMerge(t *testing.T) {
 	if strings.Contains(res.stdout, "right") || !strings.Contains(res.stdout, "left") {
 		t.Errorf("shiro agents after rm:\n%s", res.stdout)
 	}
+
+	// An agent whose session runs is listed as running, and neither merged
+	// nor removed until it ends.
+	reached, hold := make(chan struct{}), make(chan struct{})
+	srv := fakemodel.New(t, fakemodel.Reply{Text: "thinking", Reached: reached, Hold: hold})
+	done := make(chan result, 1)
+	go func() { done <- h.shiro(ws, env(srv.URL), "-p", "--yolo", "--worktree", "busy", "think") }()
+	select {
+	case <-reached:
+	case res := <-done:
+		t.Fatalf("the busy agent ended early: exit %d\n%s", res.code, res.stderr)
+	}
+	res = agents()
+	if !regexp.MustCompile(`busy\s+shiro/busy\s+running`).MatchString(res.stdout) {
+		t.Errorf("the busy agent is not listed as running:\n%s", res.stdout)
+	}
+	for _, args := range [][]string{{"merge", "busy"}, {"rm", "busy"}} {
+		if res := agents(args...); res.code == 0 || !strings.Contains(res.stderr, "is running in another shiro") {
+			t.Errorf("%v while the agent runs: exit %d\n%s", args, res.code, res.stderr)
+		}
+	}
+	close(hold)
+	if res := <-done; res.code != 0 {
+		t.Fatalf("the busy agent: exit %d\n%s", res.code, res.stderr)
+	}
+	if res = agents(); !regexp.MustCompile(`busy\s+shiro/busy\s+ended`).MatchString(res.stdout) {
+		t.Errorf("the busy agent is not listed as ended once it ended:\n%s", res.stdout)
+	}
+	if res = agents("rm", "busy"); res.code != 0 {
+		t.Errorf("rm busy once it ended: exit %d\n%s", res.code, res.stderr)
+	}
+
 	h.git(ws, "fsck", "--strict", "--no-progress")
 	h.noMarker()
 }
