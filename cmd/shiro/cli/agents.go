@@ -55,7 +55,7 @@ func (f *Factory) agentsHere() (worktree.Repository, worktree.Layout, config.Pat
 	if err != nil {
 		return repo, worktree.Layout{}, paths, err
 	}
-	folder, err := f.worktreesDir(dir, paths)
+	folder, err := f.worktreesDir(paths)
 	if err != nil {
 		return repo, worktree.Layout{}, paths, err
 	}
