@@ -48,8 +48,11 @@ func (f *Factory) agentsHere() (worktree.Repository, worktree.Layout, config.Pat
 		return worktree.Repository{}, worktree.Layout{}, config.Paths{}, err
 	}
 	repo, err := worktree.FindRepository(dir)
+	if errors.Is(err, worktree.ErrNoRepository) || errors.Is(err, worktree.ErrBareRepository) {
+		return repo, worktree.Layout{}, config.Paths{}, fmt.Errorf("shiro agents works in a git checkout, and %s is in none: cd into the checkout whose agents you want", termsafe.Name(dir))
+	}
 	if err != nil {
-		return repo, worktree.Layout{}, config.Paths{}, fmt.Errorf("shiro agents works in a git checkout: %w", err)
+		return repo, worktree.Layout{}, config.Paths{}, err
 	}
 	paths, err := config.ResolvePaths(f.LookupEnv)
 	if err != nil {
