@@ -309,6 +309,11 @@ func (l Layout) Merge(ctx context.Context, repo Repository, name string) (MergeR
 	if err != nil || branch == "" {
 		return MergeResult{}, fmt.Errorf("%s has no current branch (HEAD is detached): check out the branch to merge %s into", repo.Top, a.Branch)
 	}
+	if op, err := inProgress(ctx, repo.Top); err != nil {
+		return MergeResult{}, err
+	} else if op != "" {
+		return MergeResult{}, fmt.Errorf("your checkout %s is in the middle of a %s: finish or abort it, then merge %s", repo.Top, op, a.Branch)
+	}
 	if dirty, err := Git(ctx, repo.Top, "status", "--porcelain=v1", "--untracked-files=no"); err != nil {
 		return MergeResult{}, err
 	} else if dirty != "" {
@@ -367,6 +372,25 @@ func isObjectID(s string) bool {
 		return false
 	}
 	return strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// inProgress names the operation the checkout top is in the middle of (a
+// merge, rebase, cherry-pick, revert), "" when none: Merge refuses then,
+// so that what it aborts can only be its own merge.
+func inProgress(ctx context.Context, top string) (string, error) {
+	gitDir, err := Git(ctx, top, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return "", err
+	}
+	for _, s := range []struct{ file, op string }{
+		{"MERGE_HEAD", "merge"}, {"rebase-merge", "rebase"}, {"rebase-apply", "rebase"},
+		{"CHERRY_PICK_HEAD", "cherry-pick"}, {"REVERT_HEAD", "revert"},
+	} {
+		if _, err := os.Lstat(filepath.Join(gitDir, s.file)); err == nil {
+			return s.op, nil
+		}
+	}
+	return "", nil
 }
 
 // undoMerge puts the checkout back after a failed merge: the conflict's

@@ -447,6 +447,14 @@ func TestMerge(t *testing.T) {
 				w.git(w.repo.Top, "checkout", "-q", "--detach")
 				return func() { w.git(w.repo.Top, "checkout", "-q", "main") }
 			}, "HEAD is detached"},
+			{"a checkout in the middle of a merge", func() func() {
+				w.git(w.repo.Top, "checkout", "-q", "-b", "side")
+				w.write(w.repo.Top, "side.txt", "side\n")
+				w.commit(w.repo.Top, "side", "side.txt")
+				w.git(w.repo.Top, "checkout", "-q", "main")
+				w.git(w.repo.Top, "merge", "-q", "--no-ff", "--no-commit", "side")
+				return func() { w.git(w.repo.Top, "merge", "--abort") }
+			}, "in the middle of a merge"},
 			{"an agent's worktree as the checkout", func() func() {
 				return func() {}
 			}, "worktree agent's checkout"},
