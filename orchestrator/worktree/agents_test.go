@@ -413,6 +413,23 @@ func TestMerge(t *testing.T) {
 		}
 	})
 
+	t.Run("an untracked file the merge would overwrite stops it", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t)
+		a := w.agent("u")
+		w.write(a.Path, "new.txt", "the agent's\n")
+		w.commit(a.Path, "agent adds new.txt", "new.txt")
+		w.write(w.repo.Top, "new.txt", "the user's, not committed\n")
+		before := w.state()
+		_, err := w.layout.Merge(t.Context(), w.repo, "u")
+		if err == nil || !strings.Contains(err.Error(), "would be overwritten") {
+			t.Errorf("err %v", err)
+		}
+		if after := w.state(); after != before {
+			t.Errorf("the checkout changed:\nbefore %q\nafter  %q", before, after)
+		}
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t)
