@@ -120,8 +120,10 @@ func (l Layout) status(ctx context.Context, a *Agent, sessions []store.Record, s
 		problem(err)
 	} else {
 		s.Tip = tip
-		if s.Committed, err = committed(ctx, a, tip); err != nil {
+		if files, err := committed(ctx, a, tip); err != nil {
 			problem(err)
+		} else {
+			s.Committed = files
 		}
 		if n, err := Git(ctx, a.CommonDir, "rev-list", "--count", a.Base+".."+tip); err != nil {
 			problem(err)
@@ -180,10 +182,15 @@ func committed(ctx context.Context, a *Agent, tip string) ([]string, error) {
 // the worktree's gitfile, which is the sandbox's directory, is not read).
 func adminDir(a *Agent) (string, error) {
 	dirs, _ := filepath.Glob(filepath.Join(a.CommonDir, "worktrees", "*", "gitdir"))
-	want := filepath.Join(a.Path, ".git")
+	want := []string{filepath.Join(a.Path, ".git")}
+	// git may have written the path with symlinks resolved: those of the
+	// folders above the worktree (shiro's, not the sandbox's).
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(a.Path)); err == nil {
+		want = append(want, filepath.Join(parent, filepath.Base(a.Path), ".git"))
+	}
 	for _, f := range dirs {
 		b, err := os.ReadFile(f)
-		if err == nil && filepath.Clean(strings.TrimSpace(string(b))) == want {
+		if err == nil && slices.Contains(want, filepath.Clean(strings.TrimSpace(string(b)))) {
 			return filepath.Dir(f), nil
 		}
 	}
@@ -238,12 +245,24 @@ func Diff(ctx context.Context, a *Agent, stat bool) (diff string, notCommitted [
 	if err != nil {
 		return "", nil, err
 	}
-	args := []string{"diff", "--no-ext-diff"}
+	// Each line is prefixed (then the prefix taken off) so that Git's
+	// trimming keeps a diffstat's first line as git writes it.
+	const prefix = ">"
+	args := []string{"diff", "--no-ext-diff", "--line-prefix=" + prefix}
 	if stat {
 		args = append(args, "--stat")
 	}
-	if diff, err = Git(ctx, a.CommonDir, append(args, a.Base+"..."+t)...); err != nil {
+	out, err := Git(ctx, a.CommonDir, append(args, a.Base+"..."+t)...)
+	if err != nil {
 		return "", nil, fmt.Errorf("diff %s: %w", a.Branch, err)
+	}
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, prefix)
+	}
+	diff = strings.Join(lines, "\n")
+	if strings.TrimSpace(diff) == "" {
+		diff = ""
 	}
 	notCommitted, _ = uncommitted(ctx, a) // a worktree that is gone has nothing uncommitted
 	return diff, notCommitted, nil

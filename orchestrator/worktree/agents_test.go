@@ -305,7 +305,7 @@ func TestDiff(t *testing.T) {
 		t.Errorf("not committed: %q", loose)
 	}
 	stat, _, err := Diff(t.Context(), a, true)
-	if err != nil || !strings.Contains(stat, "a.txt | 2 +-") {
+	if err != nil || !strings.HasPrefix(stat, " a.txt | 2 +-\n") {
 		t.Errorf("stat %q, %v", stat, err)
 	}
 }
@@ -625,5 +625,36 @@ func TestPrune(t *testing.T) {
 	}
 	if _, err := w.layout.Prune(t.Context(), PruneOptions{}); err == nil {
 		t.Error("a prune without an age went ahead")
+	}
+}
+
+// TestADataDirectoryBehindASymlink: git records a worktree's path with
+// symlinks resolved; the agent is still found as its worktree.
+func TestADataDirectoryBehindASymlink(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	real := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	w.layout = LayoutFor(link, "", w.repo.CommonDir)
+	a := w.agent("s")
+	w.write(a.Path, "loose.txt", "x\n")
+	list, err := w.layout.Statuses(t.Context(), StatusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list[0].Problems) != 0 || !slices.Equal(list[0].Uncommitted, []string{"loose.txt"}) {
+		t.Errorf("problems %q, uncommitted %q", list[0].Problems, list[0].Uncommitted)
+	}
+	if err := w.layout.Remove(t.Context(), "s", RemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(w.git(w.repo.Top, "worktree", "list", "--porcelain"), "/s\n") {
+		t.Error("git still lists the worktree")
 	}
 }
