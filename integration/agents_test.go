@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/moby/moby/client"
+
 	"github.com/shiroagent/shiro/integration/fakemodel"
 	"github.com/shiroagent/shiro/integration/testenv"
 )
@@ -158,6 +160,14 @@ func TestAgentsCompareAndMerge(t *testing.T) {
 	}
 	if ids := testenv.ContainerIDs(t, h.api, agentPath["right"]); len(ids) != 0 {
 		t.Errorf("rm left the container: %v", ids)
+	}
+	if vols, err := h.api.VolumeList(t.Context(), client.VolumeListOptions{Filters: client.Filters{}.Add("label", "dev.shiro.workspace="+agentPath["right"])}); err != nil {
+		t.Error(err)
+	} else if len(vols.Items) != 0 {
+		t.Errorf("rm left %d volumes of the agent's (HOME among them)", len(vols.Items))
+	}
+	if vols, _ := h.api.VolumeList(t.Context(), client.VolumeListOptions{Filters: client.Filters{}.Add("label", "dev.shiro.workspace="+agentPath["left"])}); len(vols.Items) == 0 {
+		t.Error("the other agent has no volumes to compare with (the check above proves nothing)")
 	}
 	if out, err := h.command(t.Context(), ws, nil, "git", "rev-parse", "--verify", "-q", "shiro/right").CombinedOutput(); err == nil {
 		t.Errorf("rm --delete-branch left the branch: %s", out)
