@@ -414,6 +414,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdImage(f, sf, nil),
 		NewCmdDoctor(f, sf, nil),
 		NewCmdTrust(f),
+		NewCmdAgents(f, sf),
 		NewCmdHelper(f),
 	)
 	return cmd
