@@ -234,6 +234,7 @@ func (s *Session) Clear() (string, error) {
 	old := s.book.rec
 	s.book.mu.Unlock()
 	rec := store.NewRecord(old.Cwd, old.Provider, old.Model)
+	rec.Worktree, rec.Branch = old.Worktree, old.Branch // a worktree agent's new record is still its own
 	err := s.book.switchTo(rec)
 	s.SetSessionID(rec.ID) // the new record's turns start at 1
 	s.agent.Replace(nil)

@@ -28,13 +28,17 @@ type Record struct {
 	ID        string    `json:"id"`
 	CreatedAt time.Time `json:"createdAt"`
 	// UpdatedAt is stamped by every save.
-	UpdatedAt    time.Time `json:"updatedAt"`
-	Cwd          string    `json:"cwd"`
-	Provider     string    `json:"provider"`
-	Model        string    `json:"model"`
-	Title        string    `json:"title"`
-	InputTokens  int       `json:"inputTokens"`
-	OutputTokens int       `json:"outputTokens"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	Cwd       string    `json:"cwd"`
+	// Worktree and Branch name the worktree agent the session ran as
+	// (shiro --worktree NAME) and its branch; Cwd is then its worktree.
+	Worktree     string `json:"worktree,omitempty"`
+	Branch       string `json:"branch,omitempty"`
+	Provider     string `json:"provider"`
+	Model        string `json:"model"`
+	Title        string `json:"title"`
+	InputTokens  int    `json:"inputTokens"`
+	OutputTokens int    `json:"outputTokens"`
 	// CostUSD is what every request of the session cost, when its models
 	// are priced.
 	CostUSD *float64 `json:"costUsd,omitempty"`

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
+	"github.com/shiroagent/shiro/orchestrator/worktree"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -254,6 +256,77 @@ func (f *Factory) openWorkspace() (*workspace.Workspace, error) {
 	return workspace.Open(ws)
 }
 
+// sessionWorkspace is the workspace of a session, opened once, and, with
+// --worktree, the worktree agent it runs as.
+type sessionWorkspace struct {
+	*workspace.Workspace
+	// Agent is the worktree agent (nil without --worktree).
+	Agent *worktree.Agent
+	// release lets go of the agent's running mark.
+	release func()
+}
+
+// Close closes the workspace and lets go of the agent.
+func (s *sessionWorkspace) Close() error {
+	err := s.Workspace.Close()
+	if s.release != nil {
+		s.release()
+	}
+	return err
+}
+
+// openSessionWorkspace opens the workspace of a session: the current
+// directory, or with --worktree NAME the worktree of the agent NAME (made
+// or reused by worktree.Open), marked running for as long as the session
+// holds it open.
+func (f *Factory) openSessionWorkspace(ctx context.Context, opts *RunOptions) (*sessionWorkspace, error) {
+	if opts.Worktree == "" {
+		if opts.From != "" {
+			return nil, usagef("--from needs --worktree NAME")
+		}
+		w, err := f.openWorkspace()
+		if err != nil {
+			return nil, err
+		}
+		return &sessionWorkspace{Workspace: w}, nil
+	}
+	if opts.Resume != "" {
+		return nil, usagef("--worktree goes with -c, not -r (a session resumed by id runs where it ran)")
+	}
+	dir, err := f.workspace()
+	if err != nil {
+		return nil, err
+	}
+	paths, err := config.ResolvePaths(f.LookupEnv)
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: err}
+	}
+	folder, err := f.worktreesDir(dir, paths)
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: err}
+	}
+	a, err := worktree.Open(ctx, worktree.OpenOptions{Dir: dir, Name: opts.Worktree, From: opts.From, DataDir: paths.DataDir, WorktreeDir: folder})
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: err}
+	}
+	release, err := worktree.LayoutFor(paths.DataDir, folder, a.CommonDir).Hold(a.Name)
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: err}
+	}
+	w, err := workspace.Open(a.Path)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &sessionWorkspace{Workspace: w, Agent: a, release: release}, nil
+}
+
+// worktreesDir is the configured folder of worktree agents (worktrees.dir
+// in the user's config), "" for the default.
+func (f *Factory) worktreesDir(dir string, paths config.Paths) (string, error) {
+	return "", nil
+}
+
 // NewCmdRoot builds the shiro command tree.
 func NewCmdRoot(f *Factory) *cobra.Command {
 	sf := &SandboxFlags{}
@@ -285,6 +358,8 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	fl.BoolVar(&opts.JSON, "json", false, "with -p: print every event as one JSON line")
 	fl.BoolVarP(&opts.Continue, "continue", "c", false, "continue the newest session of this directory")
 	fl.StringVarP(&opts.Resume, "resume", "r", "", "resume a session by id or unique prefix")
+	fl.StringVar(&opts.Worktree, "worktree", "", "run as the worktree agent NAME: in its own worktree of this repository on the branch shiro/NAME, with its own sandbox (made or reused; -c continues its session)")
+	fl.StringVar(&opts.From, "from", "", "with --worktree: the commit a new agent's branch starts from (default HEAD)")
 	fl.BoolVar(&opts.NoInstructions, "no-instructions", false, "do not load AGENTS.md, CLAUDE.md or .shiro.md")
 	fl.BoolVar(&opts.NoMemory, "no-memory", false, "no project memory: no remember, recall or forget, no notes in the prompt")
 	fl.BoolVar(&opts.NoSkills, "no-skills", false, "load no skills (no skill tool)")

@@ -34,6 +34,10 @@ type RunOptions struct {
 	Sandbox    *SandboxFlags
 	Model      *ModelFlags
 
+	// Worktree names the worktree agent the session runs as (--worktree),
+	// From the commit a new agent starts from (--from).
+	Worktree, From string
+
 	// NoMCP starts no MCP server.
 	NoMCP bool
 	// Apply applies the sandbox's changes at the end of a headless run in
@@ -80,12 +84,12 @@ func headlessPrompt(f *Factory, arg string) (string, error) {
 }
 
 func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
-	w, err := f.openWorkspace()
+	sw, err := f.openSessionWorkspace(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	ws := w.Path()
+	defer sw.Close()
+	w, ws := sw.Workspace, sw.Path()
 	cfg, paths, err := f.loadConfig(w, opts.Sandbox, opts.Model)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
@@ -104,7 +108,7 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return &ExitError{Code: 1, Err: err}
 	}
 	if rec.ID == "" {
-		rec = store.NewRecord(ws, cfg.Provider, cfg.Model)
+		rec = newRecord(sw, cfg)
 	}
 	if !cfg.Yolo {
 		fmt.Fprintln(f.ErrOut, "shiro: headless without --yolo: write_file, edit_file, multi_edit, bash and MCP tools will be denied.")
@@ -160,6 +164,16 @@ func finishCopy(ctx context.Context, sess *orchestrator.Session, p *headlessPrin
 	}
 	p.copyChanges(ch, &res)
 	return nil
+}
+
+// newRecord starts the record of a new session in sw, naming its worktree
+// agent.
+func newRecord(sw *sessionWorkspace, cfg config.Config) store.Record {
+	rec := store.NewRecord(sw.Path(), cfg.Provider, cfg.Model)
+	if sw.Agent != nil {
+		rec.Worktree, rec.Branch = sw.Agent.Name, sw.Agent.Branch
+	}
+	return rec
 }
 
 // resumeRecord loads the session -c or -r asks for (an empty record when

@@ -57,12 +57,12 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if _, isTerm := term.GetFdInfo(f.In); !isTerm {
 		return &ExitError{Code: 1, Err: errors.New("the chat UI needs a terminal; run headless with -p")}
 	}
-	w, err := f.openWorkspace()
+	sw, err := f.openSessionWorkspace(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	ws := w.Path()
+	defer sw.Close()
+	w, ws := sw.Workspace, sw.Path()
 	cfg, paths, err := f.loadConfigAsked(w, opts.Sandbox, opts.Model)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
@@ -76,7 +76,7 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return &ExitError{Code: 1, Err: err}
 	}
 	if rec.ID == "" {
-		rec = store.NewRecord(ws, cfg.Provider, cfg.Model)
+		rec = newRecord(sw, cfg)
 	}
 	// Loaded once: the header and /context show what the prompt holds.
 	var instructions orchestrator.InstructionSet
