@@ -195,11 +195,8 @@ func (a agentResult) ok() bool {
 
 // exitText is the table's EXIT cell.
 func (a agentResult) exitText() string {
-	switch {
-	case !a.Started:
+	if !a.Started {
 		return "not started"
-	case a.Exit > 128 && a.Exit < 128+32:
-		return "signal " + strconv.Itoa(a.Exit-128)
 	}
 	return strconv.Itoa(a.Exit)
 }
@@ -287,13 +284,7 @@ func runParallel(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 		return err
 	}
 	fl := cmd.Flags()
-	base := ""
-	if wt := fl.Lookup("worktree"); wt != nil {
-		base = wt.Value.String()
-	} else {
-		return errors.New("this shiro has no --worktree: --parallel needs it")
-	}
-	agents, err := planParallel(opts.Parallel.N, base, opts.Model.Models, time.Now())
+	agents, err := planParallel(opts.Parallel.N, opts.Worktree, opts.Model.Models, time.Now())
 	if err != nil {
 		return err
 	}
@@ -311,7 +302,7 @@ func runParallel(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 	if err := capacity(ctx, len(agents), cfg.Sandbox); err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	layout, err := repoLayout(ctx, paths.DataDir, checkout)
+	layout, err := repoLayout(paths.DataDir, checkout)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
@@ -331,7 +322,7 @@ func runParallel(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 	if err := os.MkdirAll(layout.State, 0o700); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.ErrOut, "shiro: %d agents on %s…%s; each one's output goes to %s\n",
+	fmt.Fprintf(f.ErrOut, "shiro: %d agents on %s to %s; each one's output goes to %s\n",
 		len(agents), agents[0].Branch, agents[len(agents)-1].Branch, filepath.Join(layout.State, "NAME.log"))
 
 	pr := &parallelRun{f: f, opts: opts, bin: bin, checkout: checkout, layout: layout, paths: paths}
@@ -356,12 +347,14 @@ func runParallel(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 
 // repoLayout is where the agents of the repository holding checkout
 // live (their worktrees' records and logs are in its State).
-func repoLayout(ctx context.Context, dataDir, checkout string) (worktree.Layout, error) {
-	common, err := worktree.Git(ctx, checkout, "rev-parse", "--path-format=absolute", "--git-common-dir")
+func repoLayout(dataDir, checkout string) (worktree.Layout, error) {
+	repo, err := worktree.FindRepository(checkout)
 	if err != nil {
-		return worktree.Layout{}, fmt.Errorf("--parallel runs each agent in a worktree of this repository, and %s is in none (%v): run it in a git repository", checkout, err)
+		return worktree.Layout{}, fmt.Errorf("--parallel runs each agent in a worktree: %w", err)
 	}
-	return worktree.LayoutFor(dataDir, "", common), nil
+	// Only the layout's State is used here, which the configured folder
+	// of the worktrees does not move.
+	return worktree.LayoutFor(dataDir, "", repo.CommonDir), nil
 }
 
 // parallelRun is one --parallel run's agents: their processes, and
@@ -432,7 +425,10 @@ func (pr *parallelRun) agent(ctx context.Context, a plannedAgent, args []string)
 	if !res.Started {
 		return res
 	}
-	pr.collect(ctx, &res, started)
+	// What the agent did is counted even after an interrupt.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	pr.collect(cctx, &res, started)
+	cancel()
 	if res.Check != nil && ctx.Err() == nil && res.Err == "" {
 		pr.check(ctx, &res, log)
 	}

@@ -135,7 +135,7 @@ func TestPrintSummary(t *testing.T) {
 	want := `AGENT  BRANCH       MODEL  TURNS  COST     FILES  EXIT         CHECK
 fix-1  shiro/fix-1  a      2      $0.0123  1      0            ok
 fix-2  shiro/fix-2  -      1      -        0      1            exit 2
-fix-3  shiro/fix-3  -      0      -        -      signal 2     not run
+fix-3  shiro/fix-3  -      0      -        -      130          not run
 fix-4  shiro/fix-4  -      0      -        -      not started  not run
 fix-4: start its shiro: no such file
 `
