@@ -123,7 +123,7 @@ func TestParallelAgents(t *testing.T) {
 	h := p.h
 	headBefore := h.git(p.ws, "rev-parse", "HEAD")
 
-	res := h.shiro(p.ws, p.env, "-p", "--yolo", "--parallel", "3", "--worktree", "par",
+	res := h.shiro(p.ws, p.env, "-p", "--yolo", "--parallel", "3", "--worktree", "par", "--memory", "1g",
 		"--model", "fake-a", "--model", "fake-b", "--model", "fake-c",
 		"--check", `test "$(cat agent.txt)" != ""`, "write agent.txt")
 	if res.code != 0 {
@@ -155,9 +155,19 @@ func TestParallelAgents(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(wt, "agent.txt")); err != nil || string(b) != m+"\n" {
 			t.Errorf("%s/agent.txt: %q %v", wt, b, err)
 		}
-		// The check ran in the agent's own sandbox, not in one of its own.
-		if ids := testenv.ContainerIDs(t, h.api, wt); len(ids) != 1 {
+		// The check ran in the agent's own sandbox, which has the limits
+		// the user gave.
+		ids := testenv.ContainerIDs(t, h.api, wt)
+		if len(ids) != 1 {
 			t.Errorf("%s has %d containers, want its agent's one", wt, len(ids))
+			continue
+		}
+		in, err := h.api.ContainerInspect(t.Context(), ids[0], client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mem := in.Container.HostConfig.Memory; mem != 1<<30 {
+			t.Errorf("%s: the sandbox's memory limit is %d, want --memory 1g", wt, mem)
 		}
 	}
 	for m, srv := range router.servers {
