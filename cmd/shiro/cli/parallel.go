@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
@@ -52,8 +53,8 @@ const checkTimeout = tools.BashMaxTimeout
 var parallelFlags = []string{"parallel", "check", "model", "worktree", "print", "json", "continue", "resume"}
 
 func bindParallel(fl *pflag.FlagSet, p *ParallelOptions) {
-	fl.IntVar(&p.N, "parallel", 0, "with -p: run N agents on the task at once, each in its own worktree (--worktree NAME makes NAME-1…NAME-N), and print a summary table")
-	fl.StringVar(&p.Check, "check", "", "with --parallel: a command to run in each agent's sandbox after it ends, e.g. \"make test\" (its result is in the table)")
+	fl.IntVar(&p.N, "parallel", 0, "with -p: run `N` agents on the task at once, each in its own worktree (--worktree NAME makes NAME-1…NAME-N), and print a summary table")
+	fl.StringVar(&p.Check, "check", "", "with --parallel: a `command` to run in each agent's sandbox after it ends, e.g. \"make test\" (its result is in the table)")
 }
 
 // plannedAgent is one agent of a --parallel run before it starts.
@@ -223,7 +224,7 @@ func printSummary(w io.Writer, results []agentResult, asJSON bool) error {
 		ok = ok && r.ok()
 	}
 	if asJSON {
-		return json.NewEncoder(w).Encode(struct {
+		return json.NewEncoder(termsafe.JSON(w)).Encode(struct {
 			Agents []agentResult `json:"agents"`
 			OK     bool          `json:"ok"`
 		}{results, ok})
@@ -249,6 +250,9 @@ func printSummary(w io.Writer, results []agentResult, asJSON bool) error {
 		}
 		if r.Check != nil && r.Check.Err != "" {
 			fmt.Fprintf(w, "%s: --check: %s\n", r.Name, r.Check.Err)
+		}
+		if !r.ok() && r.Started {
+			fmt.Fprintf(w, "%s: its output is in %s\n", r.Name, r.Log)
 		}
 	}
 	return nil

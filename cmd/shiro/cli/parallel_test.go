@@ -2,14 +2,18 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/shiroagent/shiro/sandbox"
 )
 
 func TestPlanParallel(t *testing.T) {
@@ -124,8 +128,8 @@ func TestPrintSummary(t *testing.T) {
 	cost := 0.0123
 	results := []agentResult{
 		{Name: "fix-1", Branch: "shiro/fix-1", Model: "a", Started: true, Turns: 2, Cost: &cost, Files: 1, Check: &checkResult{Command: "make test", Ran: true}},
-		{Name: "fix-2", Branch: "shiro/fix-2", Started: true, Exit: 1, Turns: 1, Files: 0, Check: &checkResult{Command: "make test", Ran: true, Exit: 2}},
-		{Name: "fix-3", Branch: "shiro/fix-3", Started: true, Exit: 130, Files: -1, Check: &checkResult{Command: "make test"}},
+		{Name: "fix-2", Branch: "shiro/fix-2", Log: "/logs/fix-2.log", Started: true, Exit: 1, Turns: 1, Files: 0, Check: &checkResult{Command: "make test", Ran: true, Exit: 2}},
+		{Name: "fix-3", Branch: "shiro/fix-3", Log: "/logs/fix-3.log", Started: true, Exit: 130, Files: -1, Check: &checkResult{Command: "make test"}},
 		{Name: "fix-4", Branch: "shiro/fix-4", Files: -1, Err: "start its shiro: no such file", Check: &checkResult{Command: "make test"}},
 	}
 	var out bytes.Buffer
@@ -137,6 +141,8 @@ fix-1  shiro/fix-1  a      2      $0.0123  1      0            ok
 fix-2  shiro/fix-2  -      1      -        0      1            exit 2
 fix-3  shiro/fix-3  -      0      -        -      130          not run
 fix-4  shiro/fix-4  -      0      -        -      not started  not run
+fix-2: its output is in /logs/fix-2.log
+fix-3: its output is in /logs/fix-3.log
 fix-4: start its shiro: no such file
 `
 	if out.String() != want {
@@ -207,5 +213,79 @@ func TestChildArgsPassTheUsersOtherFlags(t *testing.T) {
 	want := []string{"-p", "--worktree", "fix-2", "--model", "b", "--env=A=1", "--env=B=x y", "--memory=2g", "--yolo=true", "--", "-do the task"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// memoryBackend is a backend whose engine has 10 GiB; only Name and
+// Manage are called.
+type memoryBackend struct{ sandbox.Backend }
+
+type memoryManager struct{ sandbox.Manager }
+
+func (memoryBackend) Name() string { return "memory-engine" }
+func (memoryBackend) Manage(context.Context, sandbox.Settings) (sandbox.Manager, error) {
+	return memoryManager{}, nil
+}
+func (memoryManager) EngineMemory(context.Context) (int64, error) { return 10 << 30, nil }
+func (memoryManager) Close() error                                { return nil }
+
+// silentBackend's manager cannot tell its engine's memory.
+type silentBackend struct{ sandbox.Backend }
+
+type silentManager struct{ sandbox.Manager }
+
+func (silentBackend) Name() string { return "silent-engine" }
+func (silentBackend) Manage(context.Context, sandbox.Settings) (sandbox.Manager, error) {
+	return silentManager{}, nil
+}
+func (silentManager) Close() error { return nil }
+
+var registerEngines sync.Once
+
+func TestCapacityAsksTheChosenEngine(t *testing.T) {
+	registerEngines.Do(func() {
+		sandbox.Register(memoryBackend{})
+		sandbox.Register(silentBackend{})
+	})
+	ctx := t.Context()
+	if err := capacity(ctx, 2, sandbox.Settings{Backend: "memory-engine"}); err != nil {
+		t.Errorf("2 × the default 4 GiB in 10 GiB: %v", err)
+	}
+	if err := capacity(ctx, 3, sandbox.Settings{Backend: "memory-engine"}); err == nil || !strings.Contains(err.Error(), "run at most 2 agents") {
+		t.Errorf("3 × 4 GiB in 10 GiB: %v", err)
+	}
+	if err := capacity(ctx, 5, sandbox.Settings{Backend: "memory-engine", Memory: 2 << 30}); err != nil {
+		t.Errorf("5 × 2 GiB in 10 GiB: %v", err)
+	}
+	if err := capacity(ctx, 16, sandbox.Settings{Backend: "silent-engine"}); err != nil {
+		t.Errorf("an engine that cannot tell is not checked: %v", err)
+	}
+	if err := capacity(ctx, 16, sandbox.Settings{Backend: "memory-engine", NoSandbox: true}); err != nil {
+		t.Errorf("--no-sandbox is not checked: %v", err)
+	}
+}
+
+func TestRootRefusesParallelFlagsOutOfPlace(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--parallel", "3", "task"}, "--parallel needs -p"},
+		{[]string{"-p", "--check", "make test", "task"}, "--check needs --parallel"},
+		{[]string{"-p", "--model", "a", "--model", "b", "task"}, "--model is given 2 times: only --parallel takes more than one"},
+		{[]string{"-p", "--parallel", "2", "--model", "a", "--model", "b", "--model", "c", "task"}, "--model is given 3 times for 2 agents"},
+	} {
+		var out bytes.Buffer
+		f := &Factory{In: strings.NewReader(""), Out: &out, ErrOut: &out, Version: "test",
+			Getwd:     func() (string, error) { return t.TempDir(), nil },
+			LookupEnv: func(string) (string, bool) { return "", false }}
+		cmd := NewCmdRoot(f)
+		cmd.SetArgs(tc.args)
+		err := cmd.ExecuteContext(t.Context())
+		var ue *usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want a usage error with %q", tc.args, err, tc.want)
+		}
 	}
 }

@@ -144,7 +144,7 @@ func (m *ModelFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	m.flags = fl
 	fl.StringVar(&m.Provider, "provider", "", "model provider: anthropic, openai or openai-compatible")
-	fl.StringArrayVar(&m.Models, "model", nil, "model id (with --parallel, up to one per agent: the agents use them in turn)")
+	fl.StringArrayVar(&m.Models, "model", nil, "the model `id` (with --parallel, up to one per agent: the agents use them in turn)")
 	fl.StringVar(&m.BaseURL, "base-url", "", "API base URL (Ollama, vLLM, OpenRouter, a proxy)")
 	fl.StringVar(&m.Agent, "agent", "", "agent variant: default, quick, deep, plan, review")
 	fl.StringVar(&m.Thinking, "think", "", "thinking level: off, low, medium, high, max (default: the variant's)")
