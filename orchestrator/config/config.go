@@ -121,6 +121,9 @@ type Config struct {
 	// ~/ paths or glob patterns) whose project asks (MCP servers, image
 	// builds) are trusted without a question. Only the user's file sets it.
 	TrustPaths []string
+	// WorktreesDir is the user's worktrees.dir: the folder of --worktree
+	// agents' worktrees, absolute or ~/ (empty: the data directory's).
+	WorktreesDir string
 	// Network holds the host rules of the egress proxy (ask mode).
 	Network NetworkRules
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -605,6 +606,12 @@ var keys = []entry{
 			notice: `"trust" is ignored: a project cannot trust itself`}},
 		kind: kList,
 		to:   field(func(c *Config) *[]string { return &c.TrustPaths })},
+	&keyOf[string]{key: key{name: "worktrees.dir", want: "an absolute path or a ~/ path", defText: "<data dir>/worktrees",
+		doc: "the folder of --worktree agents' worktrees (one folder per repository inside it)",
+		project: projectRule{mode: projectNever,
+			notice: `"worktrees.dir" is ignored: where shiro makes worktrees on your machine is yours to choose, not the project's`}},
+		kind: kString, check: checkWorktreesDir,
+		to: field(func(c *Config) *string { return &c.WorktreesDir })},
 }
 
 // keyNamed is the key of a dotted name, or nil.
@@ -742,6 +749,15 @@ func checkBuildSecrets(label string, entries []string) error {
 		return fmt.Errorf("%s: %w", label, err)
 	}
 	return nil
+}
+
+// checkWorktreesDir checks the folder of worktree agents: absolute or
+// under ~/ (the front end expands it).
+func checkWorktreesDir(label, dir string) error {
+	if dir == "" || filepath.IsAbs(dir) || strings.HasPrefix(dir, "~/") {
+		return nil
+	}
+	return fmt.Errorf("%s: %q is not an absolute path or a ~/ path", label, dir)
 }
 
 // checkPublish checks port mappings (publish.ParseMappings).

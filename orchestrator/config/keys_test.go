@@ -66,8 +66,9 @@ var keySamples = map[string]keySample{
 		want: []Credential{{Host: "a.example", Header: "X-Key", Env: "K"}}, refusedWant: []Credential(nil)},
 	"sandbox.kubernetes.imagePullSecret": {value: `"team-registry"`, want: "team-registry", refusedWant: ""},
 
-	"mcpServers":  {value: `{"s": {"command": "x"}}`, want: map[string]json.RawMessage{"s": json.RawMessage(`{"command": "x"}`)}},
-	"trust.paths": {value: `["/srv/*"]`, want: []string{"/srv/*"}, refusedWant: []string(nil)},
+	"mcpServers":    {value: `{"s": {"command": "x"}}`, want: map[string]json.RawMessage{"s": json.RawMessage(`{"command": "x"}`)}},
+	"trust.paths":   {value: `["/srv/*"]`, want: []string{"/srv/*"}, refusedWant: []string(nil)},
+	"worktrees.dir": {value: `"/srv/agents"`, want: "/srv/agents", refusedWant: ""},
 }
 
 // nest puts value at a dotted key in a JSON document.

@@ -18,10 +18,16 @@ import (
 
 // Entry is a remembered decision: the workspace trusted for these asks.
 type Entry struct {
-	Workspace string    `json:"workspace"`
-	Hash      string    `json:"hash"`
-	Asks      []Ask     `json:"asks"`
-	At        time.Time `json:"at"`
+	// Workspace is where the decision was taken (Identity).
+	Workspace string `json:"workspace"`
+	// Repository, for a workspace in a git repository, is the key the
+	// decision holds for (RepositoryKey): every worktree of the repository
+	// at the same place shares it. Decisions from before it was kept have
+	// none and hold for Workspace only.
+	Repository string    `json:"repository,omitempty"`
+	Hash       string    `json:"hash"`
+	Asks       []Ask     `json:"asks"`
+	At         time.Time `json:"at"`
 }
 
 // Store keeps the decisions in one JSON file.
@@ -70,44 +76,59 @@ func (s *Store) write(f storeFile) error {
 	return nil
 }
 
-// Get returns the decision remembered for the workspace.
+// Get returns the decision remembered for the workspace: the one of its
+// repository (any worktree of it, at the same place), else one taken for
+// its path before repositories were keyed.
 func (s *Store) Get(ws string) (Entry, bool, error) {
 	f, err := s.read()
 	if err != nil {
 		return Entry{}, false, err
 	}
-	id := Identity(ws)
+	id, repo := Identity(ws), RepositoryKey(ws)
+	if repo != "" {
+		for _, e := range f.Workspaces {
+			if e.Repository == repo {
+				return e, true, nil
+			}
+		}
+	}
 	for _, e := range f.Workspaces {
-		if e.Workspace == id {
+		if e.Workspace == id && (e.Repository == "" || e.Repository == repo) {
 			return e, true, nil
 		}
 	}
 	return Entry{}, false, nil
 }
 
-// Remember trusts the workspace for these asks, replacing an earlier
-// decision.
+// mine reports whether e is a decision for the workspace whose identity
+// is id and repository key repo.
+func mine(e Entry, id, repo string) bool {
+	return e.Workspace == id && (e.Repository == "" || e.Repository == repo) || repo != "" && e.Repository == repo
+}
+
+// Remember trusts the workspace (and, in a repository, every worktree of
+// it at the same place) for these asks, replacing an earlier decision.
 func (s *Store) Remember(ws string, asks []Ask) error {
 	f, err := s.read()
 	if err != nil {
 		return err
 	}
-	id := Identity(ws)
-	f.Workspaces = slices.DeleteFunc(f.Workspaces, func(e Entry) bool { return e.Workspace == id })
-	f.Workspaces = append(f.Workspaces, Entry{Workspace: id, Hash: Hash(asks), Asks: asks, At: time.Now().UTC().Truncate(time.Second)})
+	id, repo := Identity(ws), RepositoryKey(ws)
+	f.Workspaces = slices.DeleteFunc(f.Workspaces, func(e Entry) bool { return mine(e, id, repo) })
+	f.Workspaces = append(f.Workspaces, Entry{Workspace: id, Repository: repo, Hash: Hash(asks), Asks: asks, At: time.Now().UTC().Truncate(time.Second)})
 	return s.write(f)
 }
 
-// Revoke forgets the workspace's decision; it reports whether there was
-// one.
+// Revoke forgets the workspace's decision (its repository's, in a
+// repository); it reports whether there was one.
 func (s *Store) Revoke(ws string) (bool, error) {
 	f, err := s.read()
 	if err != nil {
 		return false, err
 	}
-	id := Identity(ws)
+	id, repo := Identity(ws), RepositoryKey(ws)
 	n := len(f.Workspaces)
-	f.Workspaces = slices.DeleteFunc(f.Workspaces, func(e Entry) bool { return e.Workspace == id || e.Workspace == ws })
+	f.Workspaces = slices.DeleteFunc(f.Workspaces, func(e Entry) bool { return mine(e, id, repo) || e.Workspace == ws })
 	if len(f.Workspaces) == n {
 		return false, nil
 	}
@@ -165,12 +186,29 @@ func Check(s *Store, ws string, asks []Ask, flag bool, patterns []string, home s
 	return st, nil
 }
 
+// mainCheckoutPlace is, for a workspace in a worktree of a repository
+// whose common directory is a checkout's .git, the same place in that
+// checkout ("" otherwise): trust.paths naming the checkout cover its
+// worktrees.
+func mainCheckoutPlace(ws string) string {
+	key := RepositoryKey(ws)
+	common, rel, _ := strings.Cut(key, "//")
+	if common == "" || filepath.Base(common) != ".git" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(common), filepath.FromSlash(rel))
+}
+
 // MatchPaths reports whether the workspace is one of the paths or glob
 // patterns (doublestar: * within a directory, ** across; ~/ is the home
 // directory). A pattern matches the workspace itself, not its parent: a
-// directory and everything under it is "dir" and "dir/**".
+// directory and everything under it is "dir" and "dir/**". A worktree of
+// a checkout's repository is matched as the same place in the checkout.
 func MatchPaths(ws string, patterns []string, home string) bool {
 	cands := []string{filepath.Clean(ws), Identity(ws)}
+	if c := mainCheckoutPlace(ws); c != "" {
+		cands = append(cands, c)
+	}
 	for _, p := range patterns {
 		p = strings.TrimSpace(p)
 		if p == "" {

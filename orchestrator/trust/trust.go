@@ -7,8 +7,11 @@
 // "trust and remember" for the same asks.
 //
 // Decisions are kept in the user's data directory (trust.json), keyed by
-// the workspace and a hash of its asks: when the asks change, the old
-// decision no longer counts and the change is shown.
+// the workspace (in a git repository: by the repository's common git
+// directory, so that its worktrees share the decision) and a hash of its
+// asks, which covers the files they run: when the asks change, in this
+// worktree or another, the old decision no longer counts and the change
+// is shown.
 package trust
 
 import (
@@ -25,6 +28,7 @@ import (
 	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/gitshadow"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
 
@@ -364,6 +368,34 @@ func Withhold(cfg *config.Config, asks []Ask) {
 			cfg.Sandbox.Image, cfg.Sandbox.ImageFromProject = "", false
 		}
 	}
+}
+
+// RepositoryKey is the key a decision taken in the workspace ws holds for
+// when ws is in a git repository: the repository's common git directory
+// (shared by all its worktrees; symlinks resolved) and the place of ws in
+// its checkout. It is "" outside a repository, and for a repository
+// shiro's sandbox would not use either (gitshadow.Discover refuses it).
+// A gitfile names a common directory only when that directory's own
+// record of the worktree points back at it, so a directory cannot claim
+// a repository it is not a worktree of.
+func RepositoryKey(ws string) string {
+	id := Identity(ws)
+	repo, err := gitshadow.Discover(id)
+	if err != nil || repo == nil {
+		return ""
+	}
+	common, err := filepath.EvalSymlinks(repo.CommonDir)
+	if err != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(repo.Top, id)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	if rel == "." {
+		return common
+	}
+	return common + "//" + filepath.ToSlash(rel)
 }
 
 // Identity is the key a workspace's decisions are kept under: its

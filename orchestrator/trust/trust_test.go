@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -369,5 +370,63 @@ func TestTrustCoverageIsBounded(t *testing.T) {
 	files := mcpFiles(opened(t, ws), mcp.Config{Command: "sh", Args: []string{"srv/main.sh"}})
 	if _, capped := files[coverCapped]; !capped {
 		t.Errorf("no cap after %d directories: %d entries", maxCoveredFiles+10, len(files))
+	}
+}
+
+// gitIn runs the real git in dir for a test.
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// A decision taken in a repository's checkout holds in its linked
+// worktrees (shiro --worktree agents) while their asks and the files they
+// run are the same; a worktree whose covered files differ asks again, and
+// another repository with the same files does not share it.
+func TestTrustCoversTheRepositorysWorktrees(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	top := filepath.Join(base, "checkout")
+	gitIn(t, base, "init", "-q", top)
+	write(t, top, map[string]string{".shiro/srv.sh": "serve\n", "sub/.keep": ""})
+	gitIn(t, top, "add", ".")
+	gitIn(t, top, "commit", "-q", "-m", "c")
+	wt := filepath.Join(base, "elsewhere", "agent")
+	gitIn(t, top, "worktree", "add", "-q", "-b", "shiro/agent", wt)
+	clone := filepath.Join(base, "clone")
+	gitIn(t, base, "clone", "-q", top, clone)
+
+	cfg := projectConfig(t, top, map[string]string{"srv": `{"command": "sh", "args": [".shiro/srv.sh"]}`}, "")
+	asksIn := func(ws string) []Ask { return ProjectAsks(cfg, opened(t, ws)) }
+	st := NewStore(filepath.Join(base, "data"))
+	if err := st.Remember(top, asksIn(top)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Check(st, wt, asksIn(wt), false, nil, ""); err != nil || !s.Trusted {
+		t.Errorf("the worktree of the trusted repository: %+v %v", s, err)
+	}
+	if s, _ := Check(st, clone, asksIn(clone), false, nil, ""); s.Trusted || s.Known {
+		t.Errorf("a clone (another repository, the same files): %+v", s)
+	}
+	if s, _ := Check(st, filepath.Join(wt, "sub"), asksIn(filepath.Join(wt, "sub")), false, nil, ""); s.Trusted {
+		t.Errorf("another place in the worktree: %+v", s)
+	}
+	write(t, wt, map[string]string{".shiro/srv.sh": "serve --other\n"})
+	s, _ := Check(st, wt, asksIn(wt), false, nil, "")
+	if s.Trusted || !s.Known || !strings.Contains(strings.Join(s.Change.Lines(), "\n"), ".shiro/srv.sh") {
+		t.Errorf("the worktree's own changed file: %+v", s)
+	}
+	// trust.paths naming the checkout covers its worktrees too.
+	if !MatchPaths(wt, []string{top}, "") {
+		t.Error("trust.paths with the checkout does not cover its worktree")
+	}
+	if had, err := st.Revoke(wt); !had || err != nil {
+		t.Fatalf("revoke from the worktree: %v %v", had, err)
+	}
+	if s, _ := Check(st, top, asksIn(top), false, nil, ""); s.Trusted {
+		t.Errorf("the checkout after a revoke in its worktree: %+v", s)
 	}
 }

@@ -133,3 +133,18 @@ func TestAMovedTagAsksAndAYesTakesTheNewImage(t *testing.T) {
 		})
 	}
 }
+
+func TestAWorktreeAgentNamesItselfAndItsBranch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 140, func(o *Options) { o.Record.Worktree, o.Record.Branch = "fix-1", "shiro/fix-1" })
+	if got := f.m.headerView(); !strings.Contains(got, "worktree agent: fix-1 on branch shiro/fix-1") {
+		t.Errorf("the header does not name the agent:\n%s", got)
+	}
+	if got := f.m.statusView(140); !strings.Contains(got, "shiro/fix-1") {
+		t.Errorf("the status line does not name the branch: %q", got)
+	}
+	plain := newFixture(t, 140)
+	if got := plain.m.headerView() + plain.m.statusView(140); strings.Contains(got, "worktree") || strings.Contains(got, "shiro/") {
+		t.Errorf("a session in the checkout names a worktree: %q", got)
+	}
+}

@@ -159,6 +159,9 @@ func (m *Model) headerView() string {
 		m.st.header.Render(cut("agent: "+m.stats.variant+"  thinking: "+m.stats.thinking, w)),
 		m.st.header.Render(cut("cwd: "+clean(m.opts.Workspace), w)),
 	)
+	if r := m.opts.Record; r.Worktree != "" {
+		lines = append(lines, m.st.header.Render(cut("worktree agent: "+clean(r.Worktree)+" on branch "+clean(r.Branch), w)))
+	}
 	lines = append(lines, m.sandboxLines()...)
 	if m.cfg.Yolo {
 		lines = append(lines, m.st.warn.Render("approvals: OFF (--yolo)"))
@@ -302,6 +305,9 @@ func (m *Model) statusView(w int) string {
 	}
 	if t := m.box.total; t != nil && (m.box.phase == "starting" || m.box.phase == "building") {
 		sb += ", " + totalText(*t)
+	}
+	if b := m.opts.Record.Branch; m.opts.Record.Worktree != "" {
+		sb = clean(b) + "  " + sb
 	}
 	right := m.st.status.Render(sb)
 	if m.box.phase == "failed" {

@@ -230,3 +230,47 @@ func short(id string) string {
 	}
 	return id
 }
+
+// Find is the existing agent o.Name of the repository o.Dir is in (o.From
+// is not used): its record, when its worktree is still there. It runs no
+// git and makes nothing.
+func Find(o OpenOptions) (*Agent, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	repo, err := FindRepository(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	a, err := LayoutFor(o.DataDir, o.WorktreeDir, repo.CommonDir).Load(o.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%w of the repository at %s (shiro --worktree %s makes it)", err, repo.Top, o.Name)
+	}
+	if !worktreeOf(a.Path, repo.CommonDir) {
+		return nil, fmt.Errorf("the worktree of agent %s (%s) is gone: shiro --worktree %s makes it again on its branch", o.Name, a.Path, o.Name)
+	}
+	return a, nil
+}
+
+// AgentAt is the agent whose worktree dir is (or is in), found by its
+// place in the layout of dir's repository; nil without an error when dir
+// is in no agent's worktree.
+func AgentAt(dataDir, worktreeDir, dir string) (*Agent, error) {
+	repo, err := FindRepository(dir)
+	if err != nil {
+		return nil, nil // not in a repository: in no agent's worktree
+	}
+	l := LayoutFor(dataDir, worktreeDir, repo.CommonDir)
+	rel, err := filepath.Rel(l.Root, repo.Top)
+	if err != nil || CheckName(rel) != nil {
+		return nil, nil
+	}
+	a, err := l.Load(rel)
+	if errors.Is(err, ErrNoAgent) {
+		return nil, nil
+	}
+	if err != nil || a.Path != repo.Top {
+		return nil, err
+	}
+	return a, nil
+}

@@ -289,3 +289,34 @@ func TestOpenTakesTurns(t *testing.T) {
 		}
 	}
 }
+
+func TestFindAndAgentAt(t *testing.T) {
+	t.Parallel()
+	top := newRepo(t)
+	o := openOpts(t, top, "found")
+	if _, err := Find(o); !errors.Is(err, ErrNoAgent) {
+		t.Errorf("Find before Open: %v", err)
+	}
+	a, err := Open(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Find(o); err != nil || *got != *a {
+		t.Errorf("Find: %+v %v", got, err)
+	}
+	os.MkdirAll(filepath.Join(a.Path, "deep", "er"), 0o755)
+	for _, dir := range []string{a.Path, filepath.Join(a.Path, "deep", "er")} {
+		if got, err := AgentAt(o.DataDir, "", dir); err != nil || got == nil || got.Name != "found" {
+			t.Errorf("AgentAt(%s): %+v %v", dir, got, err)
+		}
+	}
+	for _, dir := range []string{top, t.TempDir()} {
+		if got, err := AgentAt(o.DataDir, "", dir); err != nil || got != nil {
+			t.Errorf("AgentAt(%s) outside every agent: %+v %v", dir, got, err)
+		}
+	}
+	os.RemoveAll(a.Path)
+	if _, err := Find(o); err == nil || !strings.Contains(err.Error(), "is gone") {
+		t.Errorf("Find without the worktree: %v", err)
+	}
+}

@@ -12,10 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shiroagent/shiro/internal/termsafe"
+	"github.com/shiroagent/shiro/internal/workspace"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/trust"
+	"github.com/shiroagent/shiro/orchestrator/worktree"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
@@ -28,6 +31,9 @@ type DoctorOptions struct {
 	HTTPClient *http.Client
 	// NoMCP skips starting the MCP servers.
 	NoMCP bool
+	// Worktree checks the existing worktree agent of that name (its
+	// worktree is the workspace).
+	Worktree string
 }
 
 // NewCmdDoctor builds `shiro doctor`: one line per check, ✓ or ✗ with the
@@ -53,6 +59,8 @@ func NewCmdDoctor(f *Factory, sf *SandboxFlags, runF func(*DoctorOptions) error)
               can write the workspace
   repositories  no repository in the workspace that git on your machine
               would take from the sandbox
+  worktree    the worktree agent and branch the workspace is (--worktree
+              NAME checks that agent's sandbox from its checkout)
   trust       whether the project's asks (its MCP servers, its image build)
               are trusted; untrusted ones are skipped, never started
   sandbox     network and limits
@@ -71,6 +79,7 @@ Exit status 1 when a check fails. The flags of the sandbox (--image,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.NoMCP, "no-mcp", false, "do not start the MCP servers")
+	cmd.Flags().StringVar(&opts.Worktree, "worktree", "", "check the sandbox of the worktree agent NAME (shiro --worktree NAME) instead of this directory's")
 	return cmd
 }
 
@@ -101,7 +110,7 @@ func (d *doctor) fail(name, problem, fix string) {
 }
 
 func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
-	w, err := f.openWorkspace()
+	agent, w, err := f.doctorWorkspace(opts)
 	if err != nil {
 		return err
 	}
@@ -112,6 +121,9 @@ func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 		return &ExitError{Code: 1, Err: err}
 	}
 	d := &doctor{out: f.Out}
+	if agent != nil {
+		d.ok("worktree", "the worktree agent %s on branch %s, made from %s at %.12s", termsafe.Name(agent.Name), termsafe.Name(agent.Branch), termsafe.Name(agent.Checkout), agent.Base)
+	}
 	// An untrusted project's servers and image are withheld before any
 	// check could start or build them.
 	state, _ := f.gateTrust(&cfg, paths, w, opts.Sandbox)
@@ -136,6 +148,36 @@ func runDoctor(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 		return errSilent(1)
 	}
 	return nil
+}
+
+// doctorWorkspace opens the workspace doctor checks: the current
+// directory, or the worktree of the agent --worktree names (which must
+// exist). The agent is the worktree agent the workspace belongs to, if
+// any.
+func (f *Factory) doctorWorkspace(opts *DoctorOptions) (*worktree.Agent, *workspace.Workspace, error) {
+	dir, err := f.workspace()
+	if err != nil {
+		return nil, nil, err
+	}
+	paths, err := config.ResolvePaths(f.LookupEnv)
+	if err != nil {
+		return nil, nil, &ExitError{Code: 1, Err: err}
+	}
+	folder, err := f.worktreesDir(paths)
+	if err != nil {
+		return nil, nil, &ExitError{Code: 1, Err: err}
+	}
+	var agent *worktree.Agent
+	if opts.Worktree != "" {
+		if agent, err = worktree.Find(worktree.OpenOptions{Dir: dir, Name: opts.Worktree, DataDir: paths.DataDir, WorktreeDir: folder}); err != nil {
+			return nil, nil, &ExitError{Code: 1, Err: err}
+		}
+		dir = agent.Path
+	} else if paths.DataDir != "" {
+		agent, _ = worktree.AgentAt(paths.DataDir, folder, dir)
+	}
+	w, err := workspace.Open(dir)
+	return agent, w, err
 }
 
 // reportTrust says whether the project's asks are trusted. Untrusted asks

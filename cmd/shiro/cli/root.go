@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -288,7 +289,13 @@ func (f *Factory) openSessionWorkspace(ctx context.Context, opts *RunOptions) (*
 		if err != nil {
 			return nil, err
 		}
-		return &sessionWorkspace{Workspace: w}, nil
+		sw := &sessionWorkspace{Workspace: w}
+		// Started in an agent's worktree: the session is the agent's.
+		if err := f.holdAgentAt(sw); err != nil {
+			w.Close()
+			return nil, err
+		}
+		return sw, nil
 	}
 	if opts.Resume != "" {
 		return nil, usagef("--worktree goes with -c, not -r (a session resumed by id runs where it ran)")
@@ -301,7 +308,7 @@ func (f *Factory) openSessionWorkspace(ctx context.Context, opts *RunOptions) (*
 	if err != nil {
 		return nil, &ExitError{Code: 1, Err: err}
 	}
-	folder, err := f.worktreesDir(dir, paths)
+	folder, err := f.worktreesDir(paths)
 	if err != nil {
 		return nil, &ExitError{Code: 1, Err: err}
 	}
@@ -321,10 +328,47 @@ func (f *Factory) openSessionWorkspace(ctx context.Context, opts *RunOptions) (*
 	return &sessionWorkspace{Workspace: w, Agent: a, release: release}, nil
 }
 
-// worktreesDir is the configured folder of worktree agents (worktrees.dir
-// in the user's config), "" for the default.
-func (f *Factory) worktreesDir(dir string, paths config.Paths) (string, error) {
-	return "", nil
+// holdAgentAt makes sw the session of the worktree agent whose worktree it
+// is, if any, holding the agent as --worktree does.
+func (f *Factory) holdAgentAt(sw *sessionWorkspace) error {
+	paths, err := config.ResolvePaths(f.LookupEnv)
+	if err != nil || paths.DataDir == "" {
+		return nil // no data directory: no agents either
+	}
+	folder, err := f.worktreesDir(paths)
+	if err != nil {
+		return nil // the full configuration load says what is wrong
+	}
+	a, err := worktree.AgentAt(paths.DataDir, folder, sw.Path())
+	if err != nil || a == nil || a.Path != sw.Path() {
+		return nil
+	}
+	release, err := worktree.LayoutFor(paths.DataDir, folder, a.CommonDir).Hold(a.Name)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	sw.Agent, sw.release = a, release
+	return nil
+}
+
+// worktreesDir is the configured folder of worktree agents, "" for the
+// default: worktrees.dir, read from the user's config alone (no project's
+// file is read before the agent's worktree is known; a project cannot set
+// it anyway), a ~/ path expanded.
+func (f *Factory) worktreesDir(paths config.Paths) (string, error) {
+	cfg, _, err := config.Load(config.LoadOptions{Paths: paths, Env: f.LookupEnv})
+	if err != nil {
+		return "", err
+	}
+	dir := cfg.WorktreesDir
+	if rest, ok := strings.CutPrefix(dir, "~/"); ok {
+		home, _ := f.LookupEnv("HOME")
+		if home == "" {
+			return "", errors.New(`"worktrees.dir" starts with ~/ but HOME is not set: give an absolute path`)
+		}
+		dir = filepath.Join(home, rest)
+	}
+	return dir, nil
 }
 
 // NewCmdRoot builds the shiro command tree.

@@ -103,7 +103,7 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return err
 	}
 	st := &store.Store{Dir: paths.SessionsDir()}
-	rec, err := resumeRecord(st, ws, opts)
+	rec, err := resumeRecord(st, sw, opts)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
@@ -178,12 +178,16 @@ func newRecord(sw *sessionWorkspace, cfg config.Config) store.Record {
 
 // resumeRecord loads the session -c or -r asks for (an empty record when
 // neither).
-func resumeRecord(st *store.Store, ws string, opts *RunOptions) (store.Record, error) {
+func resumeRecord(st *store.Store, sw *sessionWorkspace, opts *RunOptions) (store.Record, error) {
 	switch {
 	case opts.Continue && opts.Resume != "":
 		return store.Record{}, usagef("-c and -r exclude each other")
 	case opts.Continue:
-		return st.Latest(ws)
+		rec, err := st.Latest(sw.Path())
+		if errors.Is(err, store.ErrNoSessionHere) && sw.Agent != nil {
+			return rec, fmt.Errorf("the worktree agent %s has no saved session yet: leave out -c to start one", sw.Agent.Name)
+		}
+		return rec, err
 	case opts.Resume != "":
 		return st.Resolve(opts.Resume)
 	}

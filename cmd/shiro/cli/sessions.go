@@ -35,7 +35,11 @@ func NewCmdSessions(f *Factory) *cobra.Command {
 			tw := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tUPDATED\tMESSAGES\tDIRECTORY\tTITLE")
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.ID[:8], ago(r.UpdatedAt), r.MessageCount, termsafe.Name(r.Cwd), r.Title)
+				dir := termsafe.Name(r.Cwd)
+				if r.Worktree != "" {
+					dir = "agent " + termsafe.Name(r.Worktree) + " (" + termsafe.Name(r.Branch) + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.ID[:8], ago(r.UpdatedAt), r.MessageCount, dir, r.Title)
 			}
 			return tw.Flush()
 		},

@@ -71,7 +71,7 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return err
 	}
 	st := &store.Store{Dir: paths.SessionsDir()}
-	rec, err := resumeRecord(st, ws, opts)
+	rec, err := resumeRecord(st, sw, opts)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
