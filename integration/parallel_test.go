@@ -97,9 +97,18 @@ func rows(t *testing.T, stdout string) []string {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
 	for i, l := range lines {
-		if strings.HasPrefix(l, "AGENT ") {
-			return lines[i+1:]
+		if !strings.HasPrefix(l, "AGENT ") {
+			continue
 		}
+		// The table's rows; the lines after it name agents' logs.
+		var out []string
+		for _, row := range lines[i+1:] {
+			if f := strings.Fields(row); len(f) < 2 || !strings.HasPrefix(f[1], "shiro/") {
+				break
+			}
+			out = append(out, row)
+		}
+		return out
 	}
 	t.Fatalf("no summary table in stdout:\n%s", stdout)
 	return nil

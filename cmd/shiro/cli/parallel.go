@@ -537,6 +537,14 @@ func (pr *parallelRun) check(ctx context.Context, res *agentResult, log *os.File
 		res.Check.Err = err.Error()
 		return
 	}
+	// The agent is running again while its check runs: no other shiro
+	// takes it meanwhile (and `shiro agents` says so).
+	release, err := pr.layout.Hold(res.Name)
+	if err != nil {
+		res.Check.Err = err.Error()
+		return
+	}
+	defer release()
 	fmt.Fprintf(log, "\n[check] %s\n", res.Check.Command)
 	exit, err := pr.runCheck(ctx, rec.Path, res.Check.Command, log)
 	if err != nil {
