@@ -180,8 +180,13 @@ func TestParallelAgents(t *testing.T) {
 		}
 	}
 	for m, srv := range router.servers {
-		if n := len(modelRequests(srv)); n != 2 {
-			t.Errorf("%s got %d requests, want 2", m, n)
+		reqs := modelRequests(srv)
+		if len(reqs) != 2 {
+			t.Errorf("%s got %d requests, want 2", m, len(reqs))
+			continue
+		}
+		if !strings.Contains(string(reqs[0].Body), "write agent.txt") {
+			t.Errorf("%s: the task did not reach the model:\n%s", m, reqs[0].Body)
 		}
 	}
 	if st := h.git(p.ws, "status", "--porcelain"); st != "" {

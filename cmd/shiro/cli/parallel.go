@@ -259,8 +259,10 @@ func printSummary(w io.Writer, results []agentResult, asJSON bool) error {
 }
 
 // childArgs are the arguments of agent a's shiro: -p in its worktree
-// with its model, the user's other flags as given, and the task.
-func childArgs(fl *pflag.FlagSet, a plannedAgent, prompt string) []string {
+// with its model and the user's other flags as given. The task reaches it
+// on stdin (as a piped prompt does): an argument has a size limit, and
+// would show the task in every process listing.
+func childArgs(fl *pflag.FlagSet, a plannedAgent) []string {
 	args := []string{"-p", "--worktree", a.Name}
 	if a.Model != "" {
 		args = append(args, "--model", a.Model)
@@ -277,7 +279,7 @@ func childArgs(fl *pflag.FlagSet, a plannedAgent, prompt string) []string {
 		}
 		args = append(args, "--"+fg.Name+"="+fg.Value.String())
 	})
-	return append(args, "--", prompt)
+	return args
 }
 
 // runParallel is `shiro --parallel N -p "task"`: N headless agents, each
@@ -329,12 +331,12 @@ func runParallel(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 	fmt.Fprintf(f.ErrOut, "shiro: %d agents on %s to %s; each one's output goes to %s\n",
 		len(agents), agents[0].Branch, agents[len(agents)-1].Branch, filepath.Join(layout.State, "NAME.log"))
 
-	pr := &parallelRun{f: f, opts: opts, bin: bin, checkout: checkout, layout: layout, paths: paths}
+	pr := &parallelRun{f: f, opts: opts, bin: bin, checkout: checkout, layout: layout, paths: paths, prompt: prompt}
 	results := make([]agentResult, len(agents))
 	stopForward := pr.forwardSignals(ctx)
 	var wg sync.WaitGroup
 	for i, a := range agents {
-		wg.Go(func() { results[i] = pr.agent(ctx, a, childArgs(fl, a, prompt)) })
+		wg.Go(func() { results[i] = pr.agent(ctx, a, childArgs(fl, a)) })
 	}
 	wg.Wait()
 	stopForward()
@@ -367,6 +369,7 @@ type parallelRun struct {
 	f             *Factory
 	opts          *RunOptions
 	bin, checkout string
+	prompt        string
 	layout        worktree.Layout
 	paths         config.Paths
 	// mu guards procs, the agents' processes, and stopped, set once the
@@ -440,10 +443,11 @@ func (pr *parallelRun) agent(ctx context.Context, a plannedAgent, args []string)
 }
 
 // runChild starts the agent's shiro (unless the run was stopped) and
-// waits for it; its stdout and stderr go to log, its stdin is empty.
+// waits for it; its stdout and stderr go to log, its stdin is the task.
 func (pr *parallelRun) runChild(args []string, log *os.File) (started bool, code int, err error) {
 	c := exec.Command(pr.bin, args...)
 	c.Dir = pr.checkout
+	c.Stdin = strings.NewReader(pr.prompt)
 	c.Stdout, c.Stderr = log, log
 	c.SysProcAttr = childAttrs()
 	// A parent-death signal is sent when the thread that started the

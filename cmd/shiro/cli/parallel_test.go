@@ -209,8 +209,8 @@ func TestChildArgsPassTheUsersOtherFlags(t *testing.T) {
 		"--env", "A=1", "--env", "B=x y", "--worktree", "fix", "--memory", "2g"}); err != nil {
 		t.Fatal(err)
 	}
-	got := childArgs(fl, plannedAgent{Name: "fix-2", Branch: "shiro/fix-2", Model: "b"}, "-do the task")
-	want := []string{"-p", "--worktree", "fix-2", "--model", "b", "--env=A=1", "--env=B=x y", "--memory=2g", "--yolo=true", "--", "-do the task"}
+	got := childArgs(fl, plannedAgent{Name: "fix-2", Branch: "shiro/fix-2", Model: "b"})
+	want := []string{"-p", "--worktree", "fix-2", "--model", "b", "--env=A=1", "--env=B=x y", "--memory=2g", "--yolo=true"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
