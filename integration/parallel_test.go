@@ -252,6 +252,13 @@ func TestParallelRefusesMoreAgentsThanTheEngineHolds(t *testing.T) {
 	if n := len(modelRequests(router.servers["fake-a"])); n != 0 {
 		t.Errorf("%d model requests", n)
 	}
+
+	// Outside a repository there is nothing to make worktrees of.
+	plain := p.h.workspace("parallel-plain")
+	res = p.h.shiro(plain, p.env, "-p", "--parallel", "2", "task")
+	if res.code != 1 || !strings.Contains(res.stderr, "--parallel runs each agent in a worktree") {
+		t.Errorf("outside a repository: exit %d\nstderr: %s", res.code, res.stderr)
+	}
 }
 
 // TestParallelInterrupt: a SIGINT to shiro while each of three agents

@@ -294,6 +294,10 @@ func runParallel(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	prompt, err := headlessPrompt(f, opts.Prompt)
+	if err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	w, err := f.openWorkspace()
 	if err != nil {
@@ -305,9 +309,6 @@ func runParallel(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	if err := capacity(ctx, len(agents), cfg.Sandbox); err != nil {
-		return &ExitError{Code: 1, Err: err}
-	}
 	layout, err := repoLayout(paths.DataDir, checkout)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
@@ -317,9 +318,8 @@ func runParallel(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 			return &ExitError{Code: 1, Err: fmt.Errorf("the worktree agent %s is running in another shiro: choose another --worktree NAME", a.Name)}
 		}
 	}
-	prompt, err := headlessPrompt(f, opts.Prompt)
-	if err != nil {
-		return err
+	if err := capacity(ctx, len(agents), cfg.Sandbox); err != nil {
+		return &ExitError{Code: 1, Err: err}
 	}
 	bin, err := os.Executable()
 	if err != nil {
