@@ -48,6 +48,7 @@ func main() {
 		{"ports", portsBench},
 		{"jobs", jobsBench},
 		{"worktree", worktreeBench},
+		{"parallel", parallelBench},
 	} {
 		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape,
 		// SHIRO_BENCH=undo,git) runs only the sections named.

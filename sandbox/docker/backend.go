@@ -199,6 +199,13 @@ type manager struct{ e *Engine }
 
 func (m manager) Close() error { return m.e.Close() }
 
+// EngineMemory is the memory of the engine's host, in bytes: what every
+// container's memory limit together must fit in (--parallel checks it).
+func (m manager) EngineMemory(ctx context.Context) (int64, error) {
+	info, err := m.e.Info(ctx)
+	return info.Memory, err
+}
+
 func (m manager) List(ctx context.Context, ws string) ([]sandbox.Entry, error) {
 	list, err := m.e.List(ctx, ws)
 	if err != nil {

@@ -26,6 +26,8 @@ type EngineInfo struct {
 	Rootless bool
 	// UserNS is set when the engine remaps user namespaces.
 	UserNS bool
+	// Memory is the memory the engine's host has, in bytes.
+	Memory int64
 }
 
 // Info asks the engine what it is.
@@ -39,6 +41,7 @@ func (e *Engine) Info(ctx context.Context) (EngineInfo, error) {
 		ServerVersion: res.Info.ServerVersion,
 		APIVersion:    e.api.ClientVersion(),
 		OS:            res.Info.OperatingSystem,
+		Memory:        res.Info.MemTotal,
 	}
 	for _, opt := range res.Info.SecurityOptions {
 		switch {

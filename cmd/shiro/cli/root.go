@@ -134,15 +134,18 @@ func (s *SandboxFlags) overrides(o *config.Overrides) {
 // ModelFlags choose the provider and model.
 type ModelFlags struct {
 	Provider, Model, BaseURL, Thinking, Agent string
-	Yolo, NoPlugins                           bool
-	flags                                     *pflag.FlagSet
+	// Models are every --model given, in order: Model is the last; only
+	// --parallel takes more than one (its agents use them in turn).
+	Models          []string
+	Yolo, NoPlugins bool
+	flags           *pflag.FlagSet
 }
 
 func (m *ModelFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	m.flags = fl
 	fl.StringVar(&m.Provider, "provider", "", "model provider: anthropic, openai or openai-compatible")
-	fl.StringVar(&m.Model, "model", "", "model id")
+	fl.StringArrayVar(&m.Models, "model", nil, "the model `id` (with --parallel, up to one per agent: the agents use them in turn)")
 	fl.StringVar(&m.BaseURL, "base-url", "", "API base URL (Ollama, vLLM, OpenRouter, a proxy)")
 	fl.StringVar(&m.Agent, "agent", "", "agent variant: default, quick, deep, plan, review")
 	fl.StringVar(&m.Thinking, "think", "", "thinking level: off, low, medium, high, max (default: the variant's)")
@@ -158,6 +161,9 @@ func (m *ModelFlags) overrides(o *config.Overrides) {
 		if m.flags.Changed(name) {
 			*dst = v
 		}
+	}
+	if n := len(m.Models); n > 0 {
+		m.Model = m.Models[n-1]
 	}
 	set("provider", &m.Provider, &o.Provider)
 	set("model", &m.Model, &o.Model)
@@ -405,6 +411,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	fl.BoolVar(&opts.NoMCP, "no-mcp", false, "start no MCP servers (neither yours nor the project's)")
 	sf.bindPublish(fl)
 	fl.BoolVar(&opts.Apply, "apply", false, "with -p in copy mode: apply the sandbox's changes to the workspace when the run ends")
+	bindParallel(fl, &opts.Parallel)
 	cmd.AddCommand(
 		NewCmdTool(f, sf, nil),
 		NewCmdTools(f),

@@ -43,9 +43,17 @@ type RunOptions struct {
 	// Apply applies the sandbox's changes at the end of a headless run in
 	// copy mode.
 	Apply bool
+	// Parallel are --parallel N and --check (parallel.go).
+	Parallel ParallelOptions
 }
 
 func runRoot(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
+	if opts.Parallel.N != 0 || opts.Parallel.Check != "" {
+		return runParallel(cmd, f, opts)
+	}
+	if len(opts.Model.Models) > 1 {
+		return usagef("--model is given %d times: only --parallel takes more than one (one per agent)", len(opts.Model.Models))
+	}
 	if !opts.Print {
 		if opts.JSON {
 			return usagef("--json needs -p")
