@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -144,6 +146,16 @@ func TestGuardWorkspace(t *testing.T) {
 		if (got != "") != c.refused {
 			t.Errorf("workspace %q, %q: refused=%v (%s), want %v", c.workspace, c.command, got != "", got, c.refused)
 		}
+	}
+	// The session's plugins carry the workspace to the guard.
+	input, _ := json.Marshal(map[string]string{"command": "chmod -R u+w /work/app/build"})
+	call := agent.ToolCall{Name: "bash", Input: input, Unattended: true}
+	in, _ := agent.BuiltinsIn("/work/app", []string{agent.PluginGuard})
+	if why, err := in[0].BeforeToolCall(context.Background(), call); why != "" || err != nil {
+		t.Errorf("the guard of a session in /work/app refused %s: %s %v", input, why, err)
+	}
+	if why, _ := agent.GuardPlugin().BeforeToolCall(context.Background(), call); why == "" {
+		t.Errorf("the guard without a workspace allowed %s", input)
 	}
 }
 
