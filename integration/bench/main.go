@@ -47,6 +47,7 @@ func main() {
 		{"kube", kubeBench},
 		{"ports", portsBench},
 		{"jobs", jobsBench},
+		{"guard", guardBench},
 	} {
 		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape,
 		// SHIRO_BENCH=undo,git) runs only the sections named.
