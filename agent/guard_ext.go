@@ -127,7 +127,9 @@ func operands(args []shellcmd.Word) []shellcmd.Word {
 // `${FLAGS:--rf}`), or a computed option (`-$x`).
 func optionUnknown(args []shellcmd.Word) (shellcmd.Word, bool) {
 	for _, a := range options(args[1:]) {
-		if a.Split && (a.Prefix == "" || strings.HasPrefix(a.Prefix, "-")) {
+		// `$dir/x.o` is a path whatever $dir holds; `$f`, `$(cat list)`
+		// and `${FLAGS:--rf}` may be options.
+		if a.Split && (a.Prefix == "" && !strings.Contains(a.Text, "/") || strings.HasPrefix(a.Prefix, "-")) {
 			return a, true
 		}
 		if a.Dynamic && strings.HasPrefix(a.Prefix, "-") {
@@ -604,16 +606,18 @@ func codeOf(c *shellcmd.Command) []string {
 	script := false
 	args := c.Args
 	name := c.Name
-	codeLetters, valueLetters := "c", "mWXQ"
+	// The letters that bring code; those that take a value (attached, or
+	// the next word when the letter ends the word and is in apart).
+	codeLetters, valueLetters, apart := "c", "mWXQ", "WXQ"
 	switch {
 	case name == "perl":
-		codeLetters, valueLetters = "eE", "iIMmxdDCF"
+		codeLetters, valueLetters, apart = "eE", "iIMmxdDCF", "I"
 	case name == "ruby":
-		codeLetters, valueLetters = "e", "rICEFxKTWi"
+		codeLetters, valueLetters, apart = "e", "rICEFxKTWi", "rICE"
 	case name == "node" || name == "nodejs":
-		codeLetters, valueLetters = "ep", "r"
+		codeLetters, valueLetters, apart = "ep", "r", "r"
 	case name == "php":
-		codeLetters, valueLetters = "r", "cdfz"
+		codeLetters, valueLetters, apart = "r", "cdfz", "cdz"
 	}
 	for i := 1; i < len(args) && !script; i++ {
 		t := args[i].Text
@@ -650,7 +654,7 @@ func codeOf(c *shellcmd.Command) []string {
 				case name != "perl" && name != "ruby" && t[k] == 'm' && strings.HasPrefix(name, "python"):
 					return code // python -m runs a module
 				case strings.IndexByte(valueLetters, t[k]) >= 0:
-					if k+1 == len(t) && name != "perl" && name != "ruby" {
+					if k+1 == len(t) && strings.IndexByte(apart, t[k]) >= 0 {
 						i++
 					}
 					break letters
