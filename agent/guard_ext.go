@@ -77,7 +77,7 @@ func (j *judge) extendedWhy(c *shellcmd.Command) string {
 			}
 		}
 	case "shred":
-		if len(operands(args[1:])) > 0 {
+		if len(operands(args[1:])) > 0 || c.ArgsFromInput {
 			return whyShred
 		}
 	case "truncate":
@@ -324,7 +324,10 @@ func (j *judge) outside(w shellcmd.Word) bool {
 		return true
 	}
 	if w.Dynamic {
-		t = w.Prefix
+		// The part before the first expansion or glob (`/*` is under /).
+		if i := strings.IndexAny(t, "$`*?["); i >= 0 {
+			t = t[:i]
+		}
 		if !strings.HasPrefix(t, "/") {
 			return false
 		}
@@ -346,6 +349,13 @@ func gitExtendedWhy(args []shellcmd.Word) string {
 	rest := options(all)
 	switch sub {
 	case "checkout":
+		for _, a := range rest {
+			switch a.Text {
+			case "--ours", "--theirs", "-p", "--patch":
+				// Resolving a conflict from one side; choosing hunks.
+				return ""
+			}
+		}
 		for _, a := range rest {
 			if longFlag(a, 3, "force") || shortFlag(a, "f", "bB") {
 				return whyCheckoutF
@@ -708,7 +718,7 @@ func (j *judge) codeWhy(c *shellcmd.Command) string {
 					return why
 				}
 			}
-			if k > 0 && strings.Trim(code[locs[k-1][1]:l[0]], " \t,") != "" {
+			if k > 0 && strings.Trim(code[locs[k-1][1]:l[0]], " \t\n,[]()") != "" {
 				if why := flush(); why != "" {
 					return why
 				}
