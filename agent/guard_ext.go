@@ -59,6 +59,9 @@ func (j *judge) lineWhy(c *shellcmd.Command) string {
 // extendedWhy applies the extension's rules to one command.
 func (j *judge) extendedWhy(c *shellcmd.Command) string {
 	args := c.Args
+	if deleters[c.Name] && c.ArgsFromInput && c.Stdin != nil && slices.Contains(c.Stdin.Sources, "find") {
+		return whyFindRm // find … | xargs rm is find -exec rm
+	}
 	switch name := c.Name; name {
 	case "find":
 		return findWhy(args)
