@@ -54,9 +54,9 @@ func GuardReasonUnattended(command string) string { return GuardReasonIn("", com
 // GuardReasonIn returns why the guard refuses a bash command that starts in
 // workspace ("" when it is not known), unattended or not, or "".
 func GuardReasonIn(workspace, command string, unattended bool) string {
-	j := &judge{workspace: path.Clean(workspace), unattended: unattended}
-	if workspace == "" {
-		j.workspace = ""
+	j := &judge{unattended: unattended}
+	if workspace != "" {
+		j.workspace = path.Clean(workspace)
 	}
 	why := j.why(command)
 	if why == "" {
