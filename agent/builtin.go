@@ -21,13 +21,17 @@ var DefaultPlugins = []string{PluginGuard, PluginTime}
 
 // Builtins returns the named built-in plugins, in the given order, and the
 // names that match none.
-func Builtins(names []string) ([]Plugin, []string) {
+func Builtins(names []string) ([]Plugin, []string) { return BuiltinsIn("", names) }
+
+// BuiltinsIn is Builtins for a session in workspace, the directory bash
+// starts in (the guard judges chmod -R and chown -R by it).
+func BuiltinsIn(workspace string, names []string) ([]Plugin, []string) {
 	var out []Plugin
 	var unknown []string
 	for _, n := range names {
 		switch n {
 		case PluginGuard:
-			out = append(out, GuardPlugin())
+			out = append(out, GuardPluginIn(workspace))
 		case PluginTime:
 			out = append(out, TimePlugin(time.Now))
 		case PluginBell:

@@ -14,7 +14,13 @@ import (
 )
 
 // GuardPlugin refuses destructive bash commands. --yolo does not reach it.
-func GuardPlugin() Plugin {
+// It does not know the workspace: every absolute path counts as outside it.
+func GuardPlugin() Plugin { return GuardPluginIn("") }
+
+// GuardPluginIn is GuardPlugin for a workspace: the directory bash starts
+// in, at the same path inside the sandbox. chmod -R and chown -R inside it
+// are ordinary; outside it they are refused.
+func GuardPluginIn(workspace string) Plugin {
 	return Plugin{
 		Name:        PluginGuard,
 		Description: "refuses destructive shell commands (rm -rf, force pushes, disk writes, fork bombs, curl | sh)",
@@ -28,7 +34,7 @@ func GuardPlugin() Plugin {
 			if err := json.Unmarshal(call.Input, &in); err != nil || in.Command == "" {
 				return "", nil
 			}
-			return guardReason(in.Command, call.Unattended), nil
+			return GuardReasonIn(workspace, in.Command, call.Unattended), nil
 		},
 		Appendix: "The guard plugin refuses destructive shell commands. When it refuses one, do not work around it (other spellings, scripts, other tools): tell the user what you wanted to run and why, and let them decide.",
 	}
@@ -36,14 +42,32 @@ func GuardPlugin() Plugin {
 
 // GuardReason returns why the guard refuses a bash command that a person
 // approves before it runs, or "".
-func GuardReason(command string) string { return guardReason(command, false) }
+func GuardReason(command string) string { return GuardReasonIn("", command, false) }
 
 // GuardReasonUnattended returns why the guard refuses a bash command that
 // runs without anyone approving it (--yolo, or bash allowed for the
 // session), or "". On top of GuardReason's refusals it refuses what cannot
-// be checked: a command it cannot parse, and a command name or shell code
-// only known when it runs.
-func GuardReasonUnattended(command string) string { return guardReason(command, true) }
+// be checked: a command it cannot parse, a command name or shell code only
+// known when it runs, and rm given an unquoted expansion among its options.
+func GuardReasonUnattended(command string) string { return GuardReasonIn("", command, true) }
+
+// GuardReasonIn returns why the guard refuses a bash command that starts in
+// workspace ("" when it is not known), unattended or not, or "".
+func GuardReasonIn(workspace, command string, unattended bool) string {
+	j := &judge{unattended: unattended}
+	if workspace != "" {
+		j.workspace = path.Clean(workspace)
+	}
+	why := j.why(command)
+	if why == "" {
+		return ""
+	}
+	shown := command
+	if utf8.RuneCountInString(shown) > refusalShown {
+		shown = string([]rune(shown)[:refusalShown])
+	}
+	return fmt.Sprintf("refusing %q (%s). Ask the user to run it themselves if it is really needed.", shown, why)
+}
 
 // The reasons.
 const (
@@ -61,30 +85,35 @@ const (
 	whyForkBomb  = "fork bomb"
 	whyDownload  = "pipes a download into a shell"
 	whyDynamic   = "what it runs is only known when it runs, and no one approves this call"
+	whyRmUnknown = "rm is given %s, an unquoted expansion that may be an option such as -rf when it runs, and no one approves this call; quoted (\"$f\") or after -- it is a file name"
 	whyUnparsed  = "it could not be parsed (%v), and no one approves this call"
 	whyTooDeep   = "it is too large or too deeply nested to check: %v"
 	refusalShown = 120
 )
 
-func guardReason(command string, unattended bool) string {
-	why := guardWhy(command, unattended)
-	if why == "" {
-		return ""
-	}
-	shown := command
-	if utf8.RuneCountInString(shown) > refusalShown {
-		shown = string([]rune(shown)[:refusalShown])
-	}
-	return fmt.Sprintf("refusing %q (%s). Ask the user to run it themselves if it is really needed.", shown, why)
+// judge applies the rules to one command line. Some rules read the line
+// as a whole: a cd that leaves the workspace, a file downloaded before it
+// runs.
+type judge struct {
+	workspace  string
+	unattended bool
+	// depth counts the levels of interpreter code around the line
+	// (python3 -c "os.system('…')").
+	depth int
+	// left says a cd earlier on the line may have left the workspace.
+	left bool
+	// downloaded are the base names of the files curl or wget wrote
+	// earlier on the line.
+	downloaded []string
 }
 
-// guardWhy applies the rules to every command the line would run. What
-// the parser read before an error counts: bash runs it before it reaches
-// the error.
-func guardWhy(command string, unattended bool) string {
+// why applies the rules to every command the line would run. What the
+// parser read before an error counts: bash runs it before it reaches the
+// error.
+func (j *judge) why(command string) string {
 	script, err := shellcmd.Parse(command)
 	for _, c := range script.Commands {
-		if why := commandWhy(c); why != "" {
+		if why := j.commandWhy(c); why != "" {
 			return why
 		}
 	}
@@ -96,7 +125,7 @@ func guardWhy(command string, unattended bool) string {
 	if err != nil && shellcmd.IsLimit(err) {
 		return fmt.Sprintf(whyTooDeep, err)
 	}
-	if !unattended {
+	if !j.unattended {
 		return ""
 	}
 	if err != nil {
@@ -106,11 +135,34 @@ func guardWhy(command string, unattended bool) string {
 		if c.Name == "" || (c.Name == "git" && gitSubcommandDynamic(c.Args)) {
 			return whyDynamic
 		}
+		if c.Name == "rm" {
+			if w, ok := optionUnknown(c.Args); ok {
+				return fmt.Sprintf(whyRmUnknown, w.Text)
+			}
+		}
 	}
 	return ""
 }
 
-// commandWhy applies the rules to one command.
+// commandWhy applies the rules to one command, in the order the line runs
+// them.
+func (j *judge) commandWhy(c *shellcmd.Command) string {
+	if why := j.lineWhy(c); why != "" {
+		return why
+	}
+	if why := commandWhy(c); why != "" {
+		return why
+	}
+	if why := j.extendedWhy(c); why != "" {
+		return why
+	}
+	if runsSQL(c) {
+		return whySQL
+	}
+	return ""
+}
+
+// commandWhy applies the spec's rules to one command (SQL aside).
 func commandWhy(c *shellcmd.Command) string {
 	if runsDownload(c) {
 		return whyDownload
@@ -128,6 +180,10 @@ func commandWhy(c *shellcmd.Command) string {
 		if why := gitWhy(args); why != "" {
 			return why
 		}
+	case name == "mkfs.erofs" || name == "mkfs.cramfs":
+		if imageOntoDevice(name, args) {
+			return whyMkfs
+		}
 	case name == "mkfs" || name == "mke2fs" || strings.HasPrefix(name, "mkfs."):
 		return whyMkfs
 	case name == "dd":
@@ -137,18 +193,21 @@ func commandWhy(c *shellcmd.Command) string {
 			}
 		}
 	case diskWriters[name]:
-		for _, a := range args[1:] {
-			if isDisk(a) {
-				return whyDisk
-			}
+		if diskWritten(name, args) {
+			return whyDisk
 		}
 	case name == "chmod":
 		if chmodOpen(args) {
 			return whyChmod
 		}
 	case name == "shutdown" || name == "reboot" || name == "halt" || name == "poweroff":
-		return whyShutdown
+		if name != "shutdown" || !shutdownCancels(args) {
+			return whyShutdown
+		}
 	case name == "systemctl":
+		if whenCancel(args) {
+			break
+		}
 		for _, a := range args[1:] {
 			switch a.Text {
 			case "poweroff", "reboot", "halt", "kexec":
@@ -159,9 +218,6 @@ func commandWhy(c *shellcmd.Command) string {
 		if len(args) == 2 && (args[1].Text == "0" || args[1].Text == "6") {
 			return whyShutdown
 		}
-	}
-	if runsSQL(c) {
-		return whySQL
 	}
 	return ""
 }
@@ -330,10 +386,11 @@ func isDevice(p string) bool {
 	return !strings.HasPrefix(rest, "fd/") && !strings.HasPrefix(rest, "pts/") && !strings.HasPrefix(rest, "shm/")
 }
 
-// Programs that write onto a device named as an operand.
+// Programs that write onto a disk named as an operand; diskWritten says
+// which of their forms write.
 var diskWriters = map[string]bool{
 	"tee": true, "cp": true, "shred": true, "wipefs": true, "blkdiscard": true, "mkswap": true,
-	"fdisk": true, "sfdisk": true, "sgdisk": true, "parted": true,
+	"fdisk": true, "sfdisk": true, "sgdisk": true, "parted": true, "tar": true,
 }
 
 var diskDevice = regexp.MustCompile(`^/dev/(?:sd|nvme|disk|hd|xvd|vd|mmcblk)`)

@@ -117,6 +117,9 @@ func FuzzGuardSeesThroughWrapping(f *testing.F) {
 	for _, c := range append(append([]guardCase(nil), evasions...), ordinary...) {
 		f.Add(c.command)
 	}
+	for _, c := range readRealWorld(f) {
+		f.Add(c.command)
+	}
 	f.Fuzz(func(t *testing.T, c string) {
 		if strings.IndexByte(c, 0) >= 0 {
 			// Cannot be run (an argument ends at NUL), and is refused

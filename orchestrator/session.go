@@ -209,7 +209,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 			return nil, err
 		}
 	}
-	plugins, unknown := agent.Builtins(opts.Plugins)
+	plugins, unknown := agent.BuiltinsIn(opts.Workspace, opts.Plugins)
 	s.plugins = plugins
 	for _, n := range unknown {
 		s.pluginErrors = append(s.pluginErrors, fmt.Sprintf("plugin %q: no such plugin", n))

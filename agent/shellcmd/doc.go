@@ -68,8 +68,10 @@
 // backslash escapes and $'…' decoded, braces expanded (`{r,}m` is two
 // words). A part only known when the command runs — a parameter expansion,
 // a command or process substitution, arithmetic, an unquoted glob — makes
-// the word Dynamic; Text then holds that part as written (`$HOME/bin`). A
-// command's Name is the base name of its first word, so a path to a
+// the word Dynamic; Text then holds that part as written (`$HOME/bin`).
+// An unquoted parameter expansion or command substitution also makes it
+// Split: bash splits it into words when it runs, so `rm $f x` may be
+// `rm -rf x`, where `rm "$f"` names one file. A command's Name is the base name of its first word, so a path to a
 // program is that program (`/bin/rm`, `./rm` and `~/bin/rm` are rm); it is
 // known even for `$DIR/rm`, and empty when the last path element itself is
 // computed (`$X`, `$(echo rm)`, `r?`).
@@ -88,8 +90,10 @@
 //     arguments are everywhere in honest commands (`rm "$tmp"`,
 //     `git push origin "$branch"`); refusing them would make --yolo
 //     useless, and guessing their values would be a list of guesses.
-//     `rm $FLAGS dir` therefore passes the guard: it stops mistakes and
-//     plain evasions, and the sandbox, not the guard, is the boundary (a
+//     The exception is a Split word among rm's options: `rm $FLAGS dir`
+//     may be `rm -rf dir`, and the guard refuses it when no one approves
+//     (`rm "$f"` and `rm -- $f` name files). The guard stops mistakes and
+//     plain evasions; the sandbox, not the guard, is the boundary (a
 //     script file walks around any check of the command line).
 //   - An Error means the listed commands are only those read before it
 //     (bash would run them). A command line that cannot be parsed is

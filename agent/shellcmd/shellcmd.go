@@ -179,6 +179,12 @@ type Word struct {
 	// Prefix is the static text before the first dynamic part (all of
 	// Text when the word is static).
 	Prefix string
+	// Split says the word holds an unquoted parameter expansion or
+	// command substitution, which bash splits into words when it runs:
+	// the one word written may become several, or none, and any of them
+	// may begin with '-' (`rm $f dir` with f=-rf). A quoted one ("$f")
+	// stays one word.
+	Split bool
 	// Sources name the programs whose output is part of the word (curl in
 	// "$(curl -s x)").
 	Sources []string

@@ -162,6 +162,43 @@ func TestWordsAndNames(t *testing.T) {
 	}
 }
 
+// TestSplitWords checks which words bash splits when it runs: an unquoted
+// expansion may become several words, or an option; a quoted one is one
+// word.
+func TestSplitWords(t *testing.T) {
+	t.Parallel()
+	for command, want := range map[string][]bool{
+		`rm $f dir`:              {false, true, false},
+		`rm ${FLAGS:--rf} dir`:   {false, true, false},
+		`rm "$tmp"`:              {false, false},
+		`rm "${tmp}" x`:          {false, false, false},
+		`rm $(cat list)`:         {false, true},
+		`rm "$(cat list)"`:       {false, false},
+		`rm -- $dir/x`:           {false, false, true},
+		`rm x$f`:                 {false, true},
+		`rm 'a'"$b"c`:            {false, false},
+		`rm *.o`:                 {false, false},
+		`echo $((1+2))`:          {false, false},
+		"rm `ls`":                {false, true},
+		`rm "a"$b`:               {false, true},
+		`rm -r"$X"`:              {false, false},
+		`rm {a,$b}`:              {false, false, true},
+		`x=$(echo -rf); rm $x .`: {false, true, false},
+	} {
+		s := parse(t, command)
+		cmd := s.Commands[len(s.Commands)-1]
+		if len(cmd.Args) != len(want) {
+			t.Errorf("%s: args %q, want %d words", command, cmd.Argv(), len(want))
+			continue
+		}
+		for i, w := range want {
+			if cmd.Args[i].Split != w {
+				t.Errorf("%s: word %d (%s) Split = %v, want %v", command, i, cmd.Args[i].Text, cmd.Args[i].Split, w)
+			}
+		}
+	}
+}
+
 func TestSourcesNameTheProgramsWhoseOutputIsUsed(t *testing.T) {
 	t.Parallel()
 	s := parse(t, `echo "$(sudo curl -s x | tr a b)" ${Y:-$(wget z)}`)

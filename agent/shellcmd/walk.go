@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -63,7 +64,8 @@ func (w *walker) parse(c ctx) error {
 		return err
 	}
 	w.src = src
-	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
 	// The loop runs to its end: the parser may yield again after the
 	// body asked it to stop, which panics.
 	var first error
@@ -79,12 +81,19 @@ func (w *walker) parse(c ctx) error {
 	return first
 }
 
+// parsers are reused: a parser is large, and the guard parses every
+// bash call (a level of nested code takes its own).
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
 // escapeWordHashes escapes each '#' that the parser takes for the start
 // of a comment where bash reads it as part of a word: after a closing
 // quote inside (…) or $(…), the parser ends the line there, and would
 // not see `rm` in `(echo "x"# ; rm -rf /)`. A backslash before that '#'
 // means the same to bash and to the parser.
 func escapeWordHashes(src string) (string, error) {
+	if strings.IndexByte(src, '#') < 0 {
+		return src, nil // nothing to misread
+	}
 	p := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true), syntax.RecoverErrors(1000))
 	// Each round escapes every '#' the parser misreads; one may have
 	// hidden another on the same line.

@@ -20,7 +20,7 @@ type resolved struct {
 // builder accumulates a word's parts.
 type builder struct {
 	text, prefix, tail strings.Builder
-	dynamic            bool
+	dynamic, split     bool
 	sources            []string
 }
 
@@ -44,7 +44,7 @@ func (b *builder) dyn(raw string, sources []string) {
 }
 
 func (b *builder) done() resolved {
-	return resolved{Word: Word{Text: b.text.String(), Dynamic: b.dynamic, Prefix: b.prefix.String(), Sources: b.sources}, tail: b.tail.String()}
+	return resolved{Word: Word{Text: b.text.String(), Dynamic: b.dynamic, Prefix: b.prefix.String(), Split: b.split, Sources: b.sources}, tail: b.tail.String()}
 }
 
 // words resolves a word into the words it becomes (more than one after
@@ -109,6 +109,10 @@ func (w *walker) part(b *builder, p syntax.WordPart, quoted bool) {
 	default:
 		// ParamExp, CmdSubst, ArithmExp, ProcSubst, ExtGlob.
 		b.dyn(w.raw(p), w.sourcesIn(p))
+		switch p.(type) {
+		case *syntax.ParamExp, *syntax.CmdSubst:
+			b.split = b.split || !quoted
+		}
 	}
 }
 

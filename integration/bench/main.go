@@ -49,6 +49,7 @@ func main() {
 		{"jobs", jobsBench},
 		{"worktree", worktreeBench},
 		{"parallel", parallelBench},
+		{"guard", guardBench},
 	} {
 		// `go run ./integration/bench shape network` (or BENCH_ONLY=shape,
 		// SHIRO_BENCH=undo,git) runs only the sections named.
