@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -62,7 +63,7 @@ func runGlob(ctx context.Context, env *Env, p *globParams) (Result, error) {
 		}
 	}
 	var matches []string
-	err := Walk(ctx, env.Root, WalkOptions{Dir: dir, IncludeIgnored: p.IncludeIgnored}, func(path string, _ fs.FileMode) error {
+	err := Walk(ctx, env.Root, WalkOptions{Dir: dir, IncludeIgnored: p.IncludeIgnored, Gitlinks: true}, func(path string, _ fs.FileMode) error {
 		if ok, _ := doublestar.Match(pattern, path); ok {
 			matches = append(matches, path)
 			if len(matches) >= p.Limit {
@@ -80,7 +81,44 @@ func runGlob(ctx context.Context, env *Env, p *globParams) (Result, error) {
 	if len(matches) == 0 {
 		return Text("No files matched."), nil
 	}
-	return Text(strings.Join(matches, "\n")), nil
+	return Text(joinPaths(matches)), nil
+}
+
+// joinPaths writes paths one a line. When they do not fit in MaxOutput
+// characters it keeps as many whole paths as fit with a last line saying
+// how many are not shown.
+func joinPaths(paths []string) string {
+	total := len(paths) - 1
+	for _, p := range paths {
+		total += charCount(p)
+	}
+	if total <= MaxOutput {
+		return strings.Join(paths, "\n")
+	}
+	room := MaxOutput - charCount(pathsNotShown(len(paths)))
+	var b strings.Builder
+	kept, used := 0, 0
+	for _, p := range paths {
+		n := charCount(p)
+		if kept > 0 {
+			n++
+		}
+		if used+n > room {
+			break
+		}
+		if kept > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p)
+		kept, used = kept+1, used+n
+	}
+	b.WriteString(pathsNotShown(len(paths) - kept))
+	return b.String()
+}
+
+// pathsNotShown is the line that ends a glob result cut to fit.
+func pathsNotShown(n int) string {
+	return fmt.Sprintf("\n... [%d more paths not shown; narrow the pattern to see them]", n)
 }
 
 // realDir reports whether every element of dir is a directory and none a

@@ -65,10 +65,13 @@ func runListDir(ctx context.Context, env *Env, p *listDirParams) (Result, error)
 		rows = append(rows, listRow{key, text})
 		return true
 	}
-	err = Walk(ctx, env.Root, WalkOptions{Dir: rel, IncludeIgnored: p.IncludeIgnored}, func(file string, _ fs.FileMode) error {
+	err = Walk(ctx, env.Root, WalkOptions{Dir: rel, IncludeIgnored: p.IncludeIgnored, Gitlinks: true}, func(file string, mode fs.FileMode) error {
 		sub := file
 		if rel != "." {
 			sub = file[len(rel)+1:]
+		}
+		if mode.IsDir() {
+			sub += "/" // a submodule: shown as a directory
 		}
 		parts := strings.Split(sub, "/")
 		for i := 0; i < len(parts)-1 && i < p.Depth; i++ {
@@ -76,7 +79,7 @@ func runListDir(ctx context.Context, env *Env, p *listDirParams) (Result, error)
 				return fs.SkipAll
 			}
 		}
-		if len(parts) <= p.Depth {
+		if len(parts) <= p.Depth && !mode.IsDir() {
 			size := "?"
 			if fi, err := env.Root.Stat(file); err == nil {
 				size = formatSize(fi.Size())
@@ -98,7 +101,7 @@ func runListDir(ctx context.Context, env *Env, p *listDirParams) (Result, error)
 	if len(rows) == 0 {
 		return Text(label + " is empty (or everything in it is ignored)."), nil
 	}
-	slices.SortFunc(rows, func(a, b listRow) int { return localeCompare(a.key, b.key) })
+	slices.SortFunc(rows, func(a, b listRow) int { return compareListKeys(a.key, b.key) })
 	var b strings.Builder
 	b.WriteString(label)
 	for _, r := range rows {
@@ -109,6 +112,30 @@ func runListDir(ctx context.Context, env *Env, p *listDirParams) (Result, error)
 		fmt.Fprintf(&b, "\n... [%d-entry limit reached]", listDirCap)
 	}
 	return Text(b.String()), nil
+}
+
+// compareListKeys orders list_dir's keys by locale compare, one path
+// element (with its slash) at a time: siblings that differ only in case
+// ("Foo/", "foo/") are told apart by their own names before any child's,
+// so each keeps its rows under it.
+func compareListKeys(a, b string) int {
+	for a != "" && b != "" {
+		ea, ra := cutElement(a)
+		eb, rb := cutElement(b)
+		if c := localeCompare(ea, eb); c != 0 {
+			return c
+		}
+		a, b = ra, rb
+	}
+	return len(a) - len(b)
+}
+
+// cutElement splits the first path element, with its slash, off p.
+func cutElement(p string) (elem, rest string) {
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		return p[:i+1], p[i+1:]
+	}
+	return p, ""
 }
 
 // formatSize writes n bytes as list_dir shows it: "<n>B" under 1 KiB,

@@ -18,7 +18,8 @@ type WalkOptions struct {
 	// itself is walked even if a rule ignores it (see Excluded).
 	Dir string
 	// IncludeIgnored turns off .gitignore, .shiroignore and
-	// .git/info/exclude. .git and node_modules are skipped all the same.
+	// .git/info/exclude. .git and node_modules directories are skipped
+	// all the same (but for the files the index tracks in the latter).
 	IncludeIgnored bool
 	// Limit stops the walk after that many files; 0 means no limit.
 	Limit int
@@ -29,6 +30,10 @@ type WalkOptions struct {
 	// enter (listed, not ignored), before it is read; false leaves it
 	// unread. It is not called for Dir itself.
 	EnterDir func(rel string) bool
+	// Gitlinks yields each submodule (a gitlink in the index) as one path,
+	// with mode fs.ModeDir, as git lists it. Walk only; WalkStat never
+	// yields a directory.
+	Gitlinks bool
 }
 
 // FileStat is a file's lstat data as WalkStat reports it.
@@ -40,7 +45,9 @@ type FileStat struct {
 	Ino, Dev     uint64
 }
 
-// alwaysSkipped names the entries no walk enters or yields.
+// alwaysSkipped names the directories no walk enters unless the index
+// tracks files in them (a .git never: no index entry names one). A file
+// named node_modules is an ordinary file.
 func alwaysSkipped(name string) bool { return name == ".git" || name == "node_modules" }
 
 // Ignore files read in every directory, in this order (later rules win).
@@ -48,7 +55,10 @@ var ignoreFiles = [...]string{".gitignore", ".shiroignore"}
 
 // Walk calls fn with the workspace-relative posix path of every file under
 // opts.Dir, breadth first, each directory's entries in byte order of their
-// names. mode is the entry's type bits: 0 for a regular file, fs.ModeSymlink
+// names. As git does, it lists the files the repository's index tracks
+// whatever the ignore rules say (if they are there), and nothing under a
+// submodule that is not checked out; a submodule that is, is walked like
+// any directory. mode is the entry's type bits: 0 for a regular file, fs.ModeSymlink
 // for a symlink to a file. Symlinks to directories count as directories for
 // the rules and are never entered; a symlink whose target cannot be reached
 // inside the workspace (dangling, or pointing outside) is yielded as a file,
@@ -66,6 +76,7 @@ func Walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(path str
 // directory (no path is resolved again). A file that vanished between the
 // listing and the stat is passed by.
 func WalkStat(ctx context.Context, root *os.Root, opts WalkOptions, fn func(path string, st FileStat) error) error {
+	opts.Gitlinks = false
 	return walk(ctx, root, opts, func(p string, _ fs.FileMode, stat func() (FileStat, error)) error {
 		st, err := stat()
 		if err != nil {
@@ -93,13 +104,18 @@ func (cfg walkConfig) read(dr *dirReader, d walkDir, withRules bool) (*os.File, 
 type walkDir struct {
 	rel   string       // workspace-relative; "" is the root
 	rules []ignoreRule // rules of the ancestors; the directory's own are added when it is read
+	// tracked: the directory is ignored and entered for the files the
+	// index tracks in it, which are all it lists.
+	tracked bool
 }
 
 func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, fs.FileMode, func() (FileStat, error)) error, cfg walkConfig) error {
 	start := cleanRel(opts.Dir)
+	idx := loadIndex(root)
 	var rules []ignoreRule
+	var excluded bool
 	if !opts.IncludeIgnored {
-		rules, _ = ancestorRules(root, start)
+		rules, excluded = ancestorRules(root, start)
 	}
 	dr, err := newDirReader(root, start, !cfg.slow)
 	if err != nil {
@@ -108,7 +124,7 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 	defer dr.close()
 
 	yielded := 0
-	queue := []walkDir{{rel: start, rules: rules}}
+	queue := []walkDir{{rel: start, rules: rules, tracked: excluded && idx.holds(start)}}
 	for i := 0; i < len(queue); i++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -122,7 +138,7 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 			}
 			continue // unreadable directories are skipped
 		}
-		stop, err := walkEntries(dr, dir, d, entries, dirRules, opts, &queue, &yielded, fn)
+		stop, err := walkEntries(dr, idx, dir, d, entries, dirRules, opts, &queue, &yielded, fn)
 		dir.Close()
 		if stop || err != nil {
 			return err
@@ -134,12 +150,22 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 // walkEntries handles one directory's entries: files go to fn, directories
 // to the queue. stop reports the walk is over (fs.SkipAll, the limit, an
 // error).
-func walkEntries(dr *dirReader, dir *os.File, d walkDir, entries []fs.DirEntry, dirRules []ignoreRule, opts WalkOptions, queue *[]walkDir, yielded *int, fn func(string, fs.FileMode, func() (FileStat, error)) error) (bool, error) {
+func walkEntries(dr *dirReader, idx *trackedIndex, dir *os.File, d walkDir, entries []fs.DirEntry, dirRules []ignoreRule, opts WalkOptions, queue *[]walkDir, yielded *int, fn func(string, fs.FileMode, func() (FileStat, error)) error) (bool, error) {
 	root := dr.root
+	yield := func(p string, mode fs.FileMode, stat func() (FileStat, error)) (bool, error) {
+		if err := fn(p, mode, stat); err != nil {
+			if errors.Is(err, fs.SkipAll) {
+				return true, nil
+			}
+			return true, err
+		}
+		*yielded++
+		return opts.Limit > 0 && *yielded >= opts.Limit, nil
+	}
 	{
 		for _, e := range entries {
 			name := e.Name()
-			if alwaysSkipped(name) {
+			if name == ".git" {
 				continue
 			}
 			mode := e.Type()
@@ -154,25 +180,38 @@ func walkEntries(dr *dirReader, dir *os.File, d walkDir, entries []fs.DirEntry, 
 			default:
 				continue // sockets, pipes, devices
 			}
-			if !opts.IncludeIgnored && ignored(dirRules, p, name, isDir) {
-				continue
+			gitlink := mode.IsDir() && idx.gitlink(p)
+			tracked := false
+			if d.tracked || (isDir && alwaysSkipped(name)) || (!opts.IncludeIgnored && ignored(dirRules, p, name, isDir)) {
+				// Ignored: only what the index tracks is listed.
+				switch {
+				case gitlink:
+				case mode.IsDir() && idx.holds(p):
+					tracked = true
+				case !mode.IsDir() && idx.tracked(p):
+				default:
+					continue
+				}
+			}
+			if gitlink {
+				if opts.Gitlinks {
+					if stop, err := yield(p, fs.ModeDir, nil); stop {
+						return true, err
+					}
+				}
+				if _, err := root.Lstat(p + "/.git"); err != nil {
+					continue // not checked out: nothing in it is listed
+				}
 			}
 			if isDir && (mode.IsDir() || !opts.DirLinks) {
 				if mode.IsDir() && (opts.EnterDir == nil || opts.EnterDir(p)) {
-					*queue = append(*queue, walkDir{rel: p, rules: dirRules})
+					*queue = append(*queue, walkDir{rel: p, rules: dirRules, tracked: tracked})
 				}
 				continue
 			}
 			stat := func() (FileStat, error) { return dr.lstat(dir, p, name) }
-			if err := fn(p, mode, stat); err != nil {
-				if errors.Is(err, fs.SkipAll) {
-					return true, nil
-				}
+			if stop, err := yield(p, mode, stat); stop {
 				return true, err
-			}
-			*yielded++
-			if opts.Limit > 0 && *yielded >= opts.Limit {
-				return true, nil
 			}
 		}
 	}
@@ -182,21 +221,25 @@ func walkEntries(dr *dirReader, dir *os.File, d walkDir, entries []fs.DirEntry, 
 // Excluded reports whether a walk of the whole workspace would leave out
 // the directory dir (workspace-relative): one of its elements is .git or
 // node_modules or, unless includeIgnored, is ignored by the rules in force
-// there.
+// there, and the index tracks no file in it.
 func Excluded(ctx context.Context, root *os.Root, dir string, includeIgnored bool) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	dir = cleanRel(dir)
+	excluded := false
 	if includeIgnored {
 		for _, name := range strings.Split(dir, "/") {
 			if alwaysSkipped(name) {
-				return true, nil
+				excluded = true
 			}
 		}
+	} else {
+		_, excluded = ancestorRules(root, dir)
+	}
+	if excluded && dir != "" && loadIndex(root).holds(dir) {
 		return false, nil
 	}
-	_, excluded := ancestorRules(root, dir)
 	return excluded, nil
 }
 
