@@ -57,7 +57,7 @@ func editTurn() []fakemodel.Reply {
 			{ID: "call_edit_1", Name: "edit_file", Input: `{"path":"a.txt","oldString":"alpha","newString":"ALPHA"}`},
 			{ID: "call_write_2", Name: "write_file", Input: `{"path":"b.txt","content":"BETA\n"}`},
 		}},
-		{ToolCalls: []fakemodel.ToolCall{{ID: "call_bash_3", Name: "bash", Input: bashJSON("find src -delete && touch new && chmod +x c.txt", 0)}}},
+		{ToolCalls: []fakemodel.ToolCall{{ID: "call_bash_3", Name: "bash", Input: bashJSON("rm src/x.go src/xlink src/deep/y.go && rmdir src/deep src && touch new && chmod +x c.txt", 0)}}},
 		{Text: "Edited."},
 	}
 }
