@@ -27,14 +27,30 @@ func benchFiles(b *testing.B) int {
 }
 
 // BenchmarkWalk compares the walker with `git ls-files -co --exclude-standard`
-// on the same generated tree (SHIRO_BENCH_FILES files).
+// on the same generated tree (SHIRO_BENCH_FILES files), untracked and with
+// every file in the index.
 func BenchmarkWalk(b *testing.B) {
+	for _, tracked := range []bool{false, true} {
+		name := "untracked"
+		if tracked {
+			name = "indexed"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkWalk(b, tracked) })
+	}
+}
+
+func benchmarkWalk(b *testing.B, tracked bool) {
 	dir := b.TempDir()
 	if err := treegen.Generate(dir, benchFiles(b), 1); err != nil {
 		b.Fatal(err)
 	}
 	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
 		b.Fatalf("git init: %v: %s", err, out)
+	}
+	if tracked {
+		if out, err := exec.Command("git", "-C", dir, "add", "-A").CombinedOutput(); err != nil {
+			b.Fatalf("git add: %v: %s", err, out)
+		}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {

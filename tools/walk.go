@@ -9,6 +9,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // WalkOptions selects what Walk visits.
@@ -92,7 +94,7 @@ type walkConfig struct {
 	failOpen func(rel string) error // when set, called before each directory is opened
 }
 
-func (cfg walkConfig) read(dr *dirReader, d walkDir, withRules bool) (*os.File, []fs.DirEntry, []ignoreRule, error) {
+func (cfg walkConfig) read(dr *dirReader, d walkDir, withRules bool) (*os.File, []dirent, []ignoreRule, error) {
 	if cfg.failOpen != nil {
 		if err := cfg.failOpen(d.rel); err != nil {
 			return nil, nil, nil, err
@@ -122,6 +124,8 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 		return fmt.Errorf("walk %s: %w", displayRel(start), err)
 	}
 	defer dr.close()
+	ahead := newReadAhead(dr, cfg, !opts.IncludeIgnored)
+	defer ahead.stop()
 
 	yielded := 0
 	queue := []walkDir{{rel: start, rules: rules, tracked: excluded && idx.holds(start)}}
@@ -129,17 +133,17 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d := queue[i]
+		ahead.dispatch(queue, i)
+		r := ahead.take(i)
 		queue[i] = walkDir{}
-		dir, entries, dirRules, err := cfg.read(dr, d, !opts.IncludeIgnored)
-		if err != nil {
+		if r.err != nil {
 			if i == 0 {
-				return fmt.Errorf("walk %s: %w", displayRel(start), err)
+				return fmt.Errorf("walk %s: %w", displayRel(start), r.err)
 			}
 			continue // unreadable directories are skipped
 		}
-		stop, err := walkEntries(dr, idx, dir, d, entries, dirRules, opts, &queue, &yielded, fn)
-		dir.Close()
+		stop, err := walkEntries(dr, idx, r.dir, r.d, r.entries, r.rules, opts, &queue, &yielded, fn)
+		r.dir.Close()
 		if stop || err != nil {
 			return err
 		}
@@ -147,10 +151,102 @@ func walk(ctx context.Context, root *os.Root, opts WalkOptions, fn func(string, 
 	return nil
 }
 
+// A walk reads the directories of its queue ahead of the one it lists,
+// readAheadWorkers at a time and at most readAheadWindow beyond it: the
+// walk is mostly waiting on getdents and openat2, which run in parallel,
+// while what it yields stays in the queue's order.
+const (
+	readAheadWorkers = 3
+	readAheadWindow  = 64
+)
+
+type readAhead struct {
+	dr        *dirReader
+	cfg       walkConfig
+	withRules bool
+	reads     map[int]*dirRead // by queue index, dispatched and not taken
+	next      int              // the first queue index not dispatched
+	jobs      chan *dirRead
+	wg        sync.WaitGroup
+	stopped   atomic.Bool // the walk is over: reads still queued are not made
+}
+
+// dirRead is one directory's read: done is closed when the rest is set.
+type dirRead struct {
+	d       walkDir
+	done    chan struct{}
+	dir     *os.File
+	entries []dirent
+	rules   []ignoreRule
+	err     error
+}
+
+func newReadAhead(dr *dirReader, cfg walkConfig, withRules bool) *readAhead {
+	return &readAhead{dr: dr, cfg: cfg, withRules: withRules, reads: map[int]*dirRead{}}
+}
+
+func (a *readAhead) read(r *dirRead) {
+	if a.stopped.Load() {
+		r.err = fs.ErrClosed
+	} else {
+		r.dir, r.entries, r.rules, r.err = a.cfg.read(a.dr, r.d, a.withRules)
+	}
+	close(r.done)
+}
+
+// dispatch hands the queue's directories from a.next up to the window
+// beyond i to the workers, started when a second directory is queued.
+func (a *readAhead) dispatch(queue []walkDir, i int) {
+	for ; a.next < len(queue) && a.next <= i+readAheadWindow; a.next++ {
+		r := &dirRead{d: queue[a.next], done: make(chan struct{})}
+		a.reads[a.next] = r
+		if a.next == i && a.jobs == nil {
+			a.read(r) // nothing else to read yet: no goroutine
+			continue
+		}
+		if a.jobs == nil {
+			a.jobs = make(chan *dirRead, readAheadWindow+1)
+			a.wg.Add(readAheadWorkers)
+			for range readAheadWorkers {
+				go func() {
+					defer a.wg.Done()
+					for r := range a.jobs {
+						a.read(r)
+					}
+				}()
+			}
+		}
+		a.jobs <- r
+	}
+}
+
+// take waits for the read of queue index i.
+func (a *readAhead) take(i int) *dirRead {
+	r := a.reads[i]
+	delete(a.reads, i)
+	<-r.done
+	return r
+}
+
+// stop ends the workers and closes the directories read and not taken.
+func (a *readAhead) stop() {
+	a.stopped.Store(true)
+	if a.jobs != nil {
+		close(a.jobs)
+		a.wg.Wait()
+	}
+	for _, r := range a.reads {
+		<-r.done
+		if r.dir != nil {
+			r.dir.Close()
+		}
+	}
+}
+
 // walkEntries handles one directory's entries: files go to fn, directories
 // to the queue. stop reports the walk is over (fs.SkipAll, the limit, an
 // error).
-func walkEntries(dr *dirReader, idx *trackedIndex, dir *os.File, d walkDir, entries []fs.DirEntry, dirRules []ignoreRule, opts WalkOptions, queue *[]walkDir, yielded *int, fn func(string, fs.FileMode, func() (FileStat, error)) error) (bool, error) {
+func walkEntries(dr *dirReader, idx *trackedIndex, dir *os.File, d walkDir, entries []dirent, dirRules []ignoreRule, opts WalkOptions, queue *[]walkDir, yielded *int, fn func(string, fs.FileMode, func() (FileStat, error)) error) (bool, error) {
 	root := dr.root
 	yield := func(p string, mode fs.FileMode, stat func() (FileStat, error)) (bool, error) {
 		if err := fn(p, mode, stat); err != nil {
@@ -164,11 +260,11 @@ func walkEntries(dr *dirReader, idx *trackedIndex, dir *os.File, d walkDir, entr
 	}
 	{
 		for _, e := range entries {
-			name := e.Name()
+			name := e.name
 			if name == ".git" {
 				continue
 			}
-			mode := e.Type()
+			mode := e.typ
 			p := joinRel(d.rel, name)
 			isDir := mode.IsDir()
 			switch {
@@ -281,26 +377,26 @@ func appendDirRules(root *os.Root, dir string, rules []ignoreRule) []ignoreRule 
 // read lists d's entries in name order and returns the rules in force for
 // them: d's inherited rules plus those of its own ignore files.
 // The directory stays open for the caller to close.
-func (r *dirReader) read(d walkDir, withRules bool) (*os.File, []fs.DirEntry, []ignoreRule, error) {
+func (r *dirReader) read(d walkDir, withRules bool) (*os.File, []dirent, []ignoreRule, error) {
 	f, err := r.open(d.rel)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	entries, err := f.ReadDir(-1)
+	entries, err := r.list(f, d.rel)
 	if err != nil {
 		f.Close()
 		return nil, nil, nil, fmt.Errorf("read directory: %w", err)
 	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(entries, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 	rules := d.rules
 	if !withRules {
 		return f, entries, rules, nil
 	}
 	for _, name := range ignoreFiles {
-		i, found := slices.BinarySearchFunc(entries, name, func(e fs.DirEntry, n string) int {
-			return strings.Compare(e.Name(), n)
+		i, found := slices.BinarySearchFunc(entries, name, func(e dirent, n string) int {
+			return strings.Compare(e.name, n)
 		})
-		if !found || !entries[i].Type().IsRegular() {
+		if !found || !entries[i].typ.IsRegular() {
 			continue // like git, never follow a symlinked ignore file
 		}
 		if data, err := r.readFileIn(f, d.rel, name); err == nil {
@@ -309,6 +405,25 @@ func (r *dirReader) read(d walkDir, withRules bool) (*os.File, []fs.DirEntry, []
 		}
 	}
 	return f, entries, rules, nil
+}
+
+// dirent is one entry of a directory: its name and its type bits.
+type dirent struct {
+	name string
+	typ  fs.FileMode
+}
+
+// listDirEntries reads dir's entries through os.File.ReadDir.
+func listDirEntries(dir *os.File) ([]dirent, error) {
+	entries, err := dir.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dirent, len(entries))
+	for i, e := range entries {
+		out[i] = dirent{name: e.Name(), typ: e.Type()}
+	}
+	return out, nil
 }
 
 // cleanRel turns a workspace-relative posix path into the walker's form:

@@ -1,12 +1,15 @@
 package tools
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -31,7 +34,19 @@ func newDirReader(root *os.Root, start string, fast bool) (*dirReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dirReader{root: root, base: base, baseRel: start, fast: fast}, nil
+	r := &dirReader{root: root, base: base, baseRel: start, fast: fast}
+	if fast {
+		// Directories are read concurrently: find out once, here, whether
+		// openat2 works, so r.fast never changes under the readers.
+		fd, err := unix.Openat2(int(base.Fd()), ".", &openHow)
+		switch {
+		case err == nil:
+			unix.Close(fd)
+		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
+			r.fast = false
+		}
+	}
+	return r, nil
 }
 
 func (r *dirReader) close() { r.base.Close() }
@@ -49,14 +64,10 @@ func (r *dirReader) open(rel string) (*os.File, error) {
 			sub = strings.TrimPrefix(sub, "/")
 		}
 		fd, err := unix.Openat2(int(r.base.Fd()), sub, &openHow)
-		switch {
-		case err == nil:
-			return os.NewFile(uintptr(fd), rel), nil
-		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
-			r.fast = false // no openat2 here: use os.Root from now on
-		default:
+		if err != nil {
 			return nil, &os.PathError{Op: "openat2", Path: rel, Err: err}
 		}
+		return os.NewFile(uintptr(fd), rel), nil
 	}
 	return openDir(r.root, displayRel(rel))
 }
@@ -138,4 +149,83 @@ func lstatRoot(root *os.Root, rel string) (FileStat, error) {
 		st.Ino, st.Dev = sys.Ino, sys.Dev
 	}
 	return st, nil
+}
+
+// direntBuffers hold getdents64 results; one per directory being read.
+var direntBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// list reads the entries of the open directory dir (at rel). On the fast
+// path it calls getdents64 itself: os.File.ReadDir clears a new buffer
+// and makes a DirEntry for each name, which is a third of a walk's time.
+func (r *dirReader) list(dir *os.File, rel string) ([]dirent, error) {
+	if !r.fast {
+		return listDirEntries(dir)
+	}
+	bp := direntBuffers.Get().(*[]byte)
+	defer direntBuffers.Put(bp)
+	buf := *bp
+	fd := int(dir.Fd())
+	type raw struct {
+		start, end int
+		typ        byte
+	}
+	var (
+		names []byte
+		raws  []raw
+	)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "getdents", Path: rel, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		for off := 0; off+19 <= n; {
+			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			if reclen < 19 || off+reclen > n {
+				return nil, &os.PathError{Op: "getdents", Path: rel, Err: unix.EIO}
+			}
+			ino := binary.NativeEndian.Uint64(buf[off:])
+			typ := buf[off+18]
+			name := buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			off += reclen
+			if ino == 0 || string(name) == "." || string(name) == ".." {
+				continue
+			}
+			start := len(names)
+			names = append(names, name...)
+			raws = append(raws, raw{start, len(names), typ})
+		}
+	}
+	all := string(names) // one allocation for every name of the directory
+	out := make([]dirent, 0, len(raws))
+	for _, e := range raws {
+		d := dirent{name: all[e.start:e.end]}
+		switch e.typ {
+		case unix.DT_REG:
+		case unix.DT_DIR:
+			d.typ = fs.ModeDir
+		case unix.DT_LNK:
+			d.typ = fs.ModeSymlink
+		case unix.DT_UNKNOWN:
+			// The file system does not say: ask it, never following a link.
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, d.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				continue // gone since the listing
+			}
+			d.typ = fileStat(st.Mode, 0, 0, 0, 0, 0).Mode.Type()
+		default:
+			d.typ = fs.ModeIrregular // sockets, pipes, devices: never listed
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }

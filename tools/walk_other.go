@@ -39,3 +39,6 @@ func (r *dirReader) lstat(_ *os.File, rel, _ string) (FileStat, error) {
 
 // StatOf has no lstat data to read here: false.
 func StatOf(fs.FileInfo) (FileStat, bool) { return FileStat{}, false }
+
+// list reads the entries of the open directory dir.
+func (r *dirReader) list(dir *os.File, _ string) ([]dirent, error) { return listDirEntries(dir) }

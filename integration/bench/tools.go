@@ -36,6 +36,11 @@ func toolsBench(ctx context.Context, r *report) error {
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
 		return fmt.Errorf("git init: %v: %s", err, out)
 	}
+	// Every file in the index, as in a real checkout: the walker reads it
+	// (tracked files are listed whatever the rules say) and so does git.
+	if out, err := exec.Command("git", "-C", dir, "add", "-A").CombinedOutput(); err != nil {
+		return fmt.Errorf("git add: %v: %s", err, out)
+	}
 	w, err := workspace.Open(dir)
 	if err != nil {
 		return err
@@ -67,7 +72,7 @@ func toolsBench(ctx context.Context, r *report) error {
 	wr := float64(median(walk)) / float64(median(git))
 	r.add(fmt.Sprintf("walker, median of 5 (%d files)", listed), ms(median(walk)), "", true)
 	r.add(fmt.Sprintf("git ls-files -co --exclude-standard (%d files)", gitListed), ms(median(git)), "", true)
-	r.add("walker / git ls-files", fmt.Sprintf("%.2fx", wr), "<= 1.5x", wr <= 1.5)
+	r.add("walker / git ls-files, index read", fmt.Sprintf("%.2fx", wr), "<= 1.0x", wr <= 1.0)
 
 	// grep through the tool against rg run directly in the same container.
 	bin := os.Getenv("SHIRO_BIN")
