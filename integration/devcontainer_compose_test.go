@@ -75,12 +75,14 @@ services:
 		".devcontainer/app.env": "FROM_FILE=from-env-file\n",
 	})
 
-	// Planned: untrusted, nothing starts and the question names the image.
-	res := shiro(t, ws, nil, "tool", "bash", bashJSON("true", 0))
-	mustContain(t, "the untrusted run", res.stderr, "[notice] trust: skipped image: run the image "+base+" named by .devcontainer/devcontainer.json")
-	if ids := testenv.ContainerIDs(t, api, ws); len(ids) != 0 {
-		t.Fatalf("untrusted, a container started: %v", ids)
+	// Planned: untrusted, the question names the service's image (and the
+	// run goes on in the default sandbox).
+	res := shiro(t, ws, nil, "tool", "bash", bashJSON(`echo "team=$TEAM_VAR"`, 0))
+	mustContain(t, "the untrusted run", res.stderr, "[notice] trust: skipped image: run the image "+base+" named by ./.devcontainer/devcontainer.json (pulled if missing)")
+	if strings.Contains(res.stdout, "team=from-dotenv") {
+		t.Errorf("untrusted, the service's environment was used:\n%s", res.stdout)
 	}
+	testenv.RemoveContainers(t, api, ws)
 
 	// Started: the service's image and environment, nothing else.
 	res = shiro(t, ws, nil, "--trust-project", "tool", "bash",
@@ -124,10 +126,11 @@ services:
 
 	res := shiro(t, ws, nil, "tool", "bash", bashJSON("true", 0))
 	mustContain(t, "the untrusted run", res.stderr,
-		"[notice] trust: skipped image: build .devcontainer/Dockerfile (from .devcontainer/devcontainer.json) FROM ${SHIRO_BASE_IMAGE}")
+		"[notice] trust: skipped image: build ./.devcontainer/Dockerfile (from ./.devcontainer/devcontainer.json) FROM ${SHIRO_BASE_IMAGE} (network none")
 	if imgs := projectImages(t, api, ws); len(imgs) != 0 {
 		t.Fatalf("untrusted, it built %+v", imgs)
 	}
+	testenv.RemoveContainers(t, api, ws)
 
 	res = shiro(t, ws, nil, "--trust-project", "tool", "bash", bashJSON(`cat /opt/marker; echo "base=$FROM_BASE"`, 0))
 	if res.code != 0 {
