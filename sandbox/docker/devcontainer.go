@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,7 +30,14 @@ type devcontainer struct {
 	// still hold ${containerEnv:NAME}, expanded once the image is known.
 	ContainerEnv map[string]string
 	RemoteEnv    map[string]*string
-	Notices      []string
+	// ComposeFiles (relative to the file's directory) and Service name
+	// the Compose service a Compose devcontainer runs; Image and the
+	// build are then the service's (see loadComposeService).
+	ComposeFiles []string
+	Service      string
+	// ComposeEnv is the service's environment, under ContainerEnv.
+	ComposeEnv map[string]string
+	Notices    []string
 }
 
 // devcontainerJSON is the file's shape, for the fields shiro reads.
@@ -49,6 +57,8 @@ type devcontainerJSON struct {
 	RemoteUser        string             `json:"remoteUser"`
 	ContainerUser     string             `json:"containerUser"`
 	DockerComposeFile json.RawMessage    `json:"dockerComposeFile"`
+	Service           string             `json:"service"`
+	RunServices       json.RawMessage    `json:"runServices"`
 }
 
 // devcontainerIgnored are the fields shiro refuses, with why. Each is named
@@ -114,11 +124,12 @@ func parseDevcontainer(data []byte, file, ws string) (*devcontainer, error) {
 			note("%q %q is not used: commands run as your own uid and gid, so the files they write in the workspace are yours (HOME is %s)", u.key, u.name, homeDir)
 		}
 	}
-	if meaningful(j.DockerComposeFile) {
-		return nil, fmt.Errorf("%s: Docker Compose devcontainers are not supported: point --image at the service's Dockerfile or image instead", file)
-	}
-
 	x := &expander{ws: ws, file: file, note: note}
+	if meaningful(j.DockerComposeFile) {
+		if err := dc.composeFields(j, x, note); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+	}
 	dc.Image = x.expand("image", j.Image)
 	dc.Dockerfile, dc.Context = j.DockerFile, j.Context
 	if b := j.Build; b != nil {
@@ -132,7 +143,7 @@ func parseDevcontainer(data []byte, file, ws string) (*devcontainer, error) {
 		if len(b.Args) > 0 {
 			dc.Args = make(map[string]*string, len(b.Args))
 			for _, k := range slices.Sorted(maps.Keys(b.Args)) {
-				v := x.expand("build.args."+k, b.Args[k])
+				v := x.expandStrict("build.args."+k, b.Args[k])
 				dc.Args[k] = &v
 			}
 		}
@@ -146,13 +157,19 @@ func parseDevcontainer(data []byte, file, ws string) (*devcontainer, error) {
 	dc.Dockerfile = x.expand("build.dockerfile", dc.Dockerfile)
 	dc.Context = x.expand("build.context", dc.Context)
 	switch {
+	case dc.Service != "":
+		// The Compose service gives the image or the build.
+		if dc.Image != "" || dc.Dockerfile != "" {
+			note(`"image" and "build" are ignored: the Compose service %q gives the image`, dc.Service)
+		}
+		dc.Image, dc.Dockerfile, dc.Context, dc.Args, dc.Target = "", "", "", nil, ""
 	case dc.Image != "" && dc.Dockerfile != "":
 		note(`"image" is ignored: "build.dockerfile" is set too, and the image is built from it`)
 		dc.Image = ""
 	case dc.Image == "" && dc.Dockerfile == "":
 		return nil, fmt.Errorf(`%s: names neither "image" nor "build.dockerfile"`, file)
 	}
-	if dc.Context == "" {
+	if dc.Context == "" && dc.Service == "" {
 		dc.Context = "."
 	}
 	for _, k := range slices.Sorted(maps.Keys(j.ContainerEnv)) {
@@ -178,7 +195,64 @@ func parseDevcontainer(data []byte, file, ws string) (*devcontainer, error) {
 		}
 		dc.RemoteEnv[k] = v
 	}
+	if x.err != nil {
+		return nil, fmt.Errorf("%s: %w", file, x.err)
+	}
 	return dc, nil
+}
+
+// loadCompose takes the image or build and the environment of a Compose
+// devcontainer's service, read from the Compose files beside file (read
+// through loc, which file, when it is in the workspace, confines to it).
+// It does nothing for other devcontainers.
+func (dc *devcontainer) loadCompose(ctx context.Context, loc *locator, file place) error {
+	if dc.Service == "" {
+		return nil
+	}
+	// The file's own paths are the repository's choice when the file is in
+	// the workspace: they may not leave it.
+	if file.inside {
+		loc.trusted = false
+	}
+	shown := func(abs string) string {
+		if rel, err := filepath.Rel(loc.ws, abs); err == nil && filepath.IsLocal(rel) {
+			return rel
+		}
+		return abs
+	}
+	cs, err := loadComposeService(ctx, loc, file.dir(), dc.ComposeFiles, dc.Service, shown)
+	if err != nil {
+		return fmt.Errorf("%s: %w", shown(file.abs), err)
+	}
+	dc.Notices = append(dc.Notices, cs.Notices...)
+	dc.Image, dc.Dockerfile, dc.Context, dc.Args, dc.Target = cs.Image, cs.Dockerfile, cs.Context, cs.Args, cs.Target
+	dc.ComposeEnv = cs.Env
+	return nil
+}
+
+// composeFields takes dockerComposeFile (a path or a list of them),
+// service and runServices.
+func (dc *devcontainer) composeFields(j devcontainerJSON, x *expander, note func(string, ...any)) error {
+	var one string
+	var list []string
+	if json.Unmarshal(j.DockerComposeFile, &one) == nil {
+		list = []string{one}
+	} else if err := json.Unmarshal(j.DockerComposeFile, &list); err != nil {
+		return errors.New(`"dockerComposeFile" must be a string or an array of strings`)
+	}
+	for i, f := range list {
+		if f = x.expand(fmt.Sprintf("dockerComposeFile[%d]", i), f); f == "" {
+			return errors.New(`"dockerComposeFile" holds an empty path`)
+		}
+		dc.ComposeFiles = append(dc.ComposeFiles, f)
+	}
+	if dc.Service = x.expand("service", j.Service); dc.Service == "" {
+		return errors.New(`"dockerComposeFile" is set but "service" is not: name the Compose service shiro runs as its sandbox`)
+	}
+	if meaningful(j.RunServices) {
+		note(`"runServices" is ignored: shiro runs only the %q service's image, as its sandbox; running the other services of a Compose file is not supported`, dc.Service)
+	}
+	return nil
 }
 
 // env returns the environment entries the file asks for, with
@@ -191,6 +265,9 @@ func (dc *devcontainer) env(imageEnv []string) []string {
 		}
 	}
 	final := map[string]*string{}
+	for k, v := range dc.ComposeEnv {
+		final[k] = &v
+	}
 	for k, v := range dc.ContainerEnv {
 		s := expandContainerEnv(v, base)
 		final[k] = &s
@@ -280,9 +357,26 @@ type expander struct {
 	ws   string
 	file string
 	note func(format string, args ...any)
+	// err is the first variable refused.
+	err error
 }
 
-func (x *expander) expand(key, s string) string {
+// expand replaces the variables of s, the value of key. A template's
+// ${templateOption:...} placeholder is refused; other variables shiro does
+// not know are left as they are.
+func (x *expander) expand(key, s string) string { return x.expandVars(key, s, false) }
+
+// expandStrict is expand for the values that go to the build (build.args):
+// a variable shiro does not know is refused too, rather than passed on.
+func (x *expander) expandStrict(key, s string) string { return x.expandVars(key, s, true) }
+
+func (x *expander) fail(err error) {
+	if x.err == nil {
+		x.err = err
+	}
+}
+
+func (x *expander) expandVars(key, s string, strict bool) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
@@ -300,6 +394,12 @@ func (x *expander) expand(key, s string) string {
 			v, def, _ := strings.Cut(arg, ":")
 			x.note("%q: ${%s:%s} is not expanded: a repository cannot read your environment (pass it into the sandbox with --env %s)", key, name, v, v)
 			return def
+		case "templateOption":
+			x.fail(fmt.Errorf("%q: %s is a template placeholder: the file is a copy of a devcontainer template whose options were never filled in; replace it with a value", key, m))
+			return m
+		}
+		if strict {
+			x.fail(fmt.Errorf("%q: unknown variable %s", key, m))
 		}
 		return m
 	})

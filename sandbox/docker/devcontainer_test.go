@@ -79,6 +79,35 @@ func TestParseDevcontainer(t *testing.T) {
 			wantNotices: []string{`"containerEnv.TOKEN": ${localEnv:GITHUB_TOKEN} is not expanded`, `"containerEnv.V": ${localEnv:VERSION} is not expanded`},
 		},
 		{
+			name: "a UTF-8 byte order mark at the start",
+			file: "\ufeff{\"image\": \"golang:1.22\"}",
+			check: func(t *testing.T, dc *devcontainer) {
+				if dc.Image != "golang:1.22" {
+					t.Errorf("image %q", dc.Image)
+				}
+			},
+		},
+		{
+			name: "known variables in build args are still expanded, localEnv with a notice",
+			file: `{"build": {"dockerfile": "Dockerfile", "args": {"WS": "${localWorkspaceFolder}", "T": "${localEnv:TOKEN:none}"}}}`,
+			check: func(t *testing.T, dc *devcontainer) {
+				if *dc.Args["WS"] != "/home/dev/proj" || *dc.Args["T"] != "none" {
+					t.Errorf("args WS %q T %q", *dc.Args["WS"], *dc.Args["T"])
+				}
+			},
+			wantNotices: []string{`"build.args.T": ${localEnv:TOKEN} is not expanded`},
+		},
+		{
+			name: "a Compose devcontainer names its files and service",
+			file: `{"dockerComposeFile": ["../compose.yml", "compose.${localWorkspaceFolderBasename}.yml"], "service": "app", "runServices": ["app", "db"], "image": "x"}`,
+			check: func(t *testing.T, dc *devcontainer) {
+				if !slices.Equal(dc.ComposeFiles, []string{"../compose.yml", "compose.proj.yml"}) || dc.Service != "app" || dc.Image != "" {
+					t.Errorf("files %q service %q image %q", dc.ComposeFiles, dc.Service, dc.Image)
+				}
+			},
+			wantNotices: []string{`"runServices" is ignored: shiro runs only the "app" service's image`, `"image" and "build" are ignored: the Compose service "app" gives the image`},
+		},
+		{
 			name: "image and build together: the build wins",
 			file: `{"image": "x", "build": {"dockerfile": "Dockerfile"}}`,
 			check: func(t *testing.T, dc *devcontainer) {
@@ -115,7 +144,15 @@ func TestParseDevcontainerErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, file, want string }{
 		{"neither image nor build", `{"name": "x"}`, `names neither "image" nor "build.dockerfile"`},
-		{"compose", `{"dockerComposeFile": "compose.yml", "service": "app"}`, "Docker Compose devcontainers are not supported"},
+		{"compose without a service", `{"dockerComposeFile": "compose.yml"}`, `"dockerComposeFile" is set but "service" is not`},
+		{"compose files of the wrong type", `{"dockerComposeFile": 3, "service": "app"}`, `"dockerComposeFile" must be a string or an array of strings`},
+		{"a template placeholder in the image", `{"image": "mcr.microsoft.com/devcontainers/python:${templateOption:imageVariant}"}`,
+			`"image": ${templateOption:imageVariant} is a template placeholder`},
+		{"a template placeholder in a build arg", `{"build": {"dockerfile": "Dockerfile", "args": {"VARIANT": "${templateOption:variant}"}}}`,
+			`"build.args.VARIANT": ${templateOption:variant} is a template placeholder`},
+		{"an unknown variable in a build arg", `{"build": {"dockerfile": "Dockerfile", "args": {"NODE": "${nodeVersion}"}}}`,
+			`"build.args.NODE": unknown variable ${nodeVersion}`},
+		{"a BOM does not hide a syntax error", "\ufeff{\n \"image\": }", "line 2"},
 		{"a syntax error names its line", "{\n \"image\": \"x\"\n \"build\": {}\n}", "line 3"},
 		{"a wrong type", `{"image": 42}`, `"image" must be a string, not number`},
 		{"a bad variable name", `{"image": "x", "containerEnv": {"A=B": "c"}}`, "is not a variable name"},

@@ -241,6 +241,9 @@ func resolveDevcontainer(ctx context.Context, api resolveAPI, loc *locator, file
 	if err != nil {
 		return ResolvedImage{}, err
 	}
+	if err := dc.loadCompose(ctx, loc, file); err != nil {
+		return ResolvedImage{}, err
+	}
 	// The notices come first: a build may take a while.
 	for _, n := range dc.Notices {
 		fmt.Fprintf(req.Progress, "[notice] %s\n", n)

@@ -3,6 +3,7 @@ package docker
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"strings"
 
 	"github.com/shiroagent/shiro/sandbox"
@@ -50,6 +51,11 @@ func PlanImage(req ImageRequest) (ImagePlan, error) {
 		}
 		dc, err := parseDevcontainer(data, at.abs, req.Workspace)
 		if err != nil {
+			return plan, err
+		}
+		// A Compose service's image or build. PlanImage takes no context:
+		// this reads a bounded number of small local files.
+		if err := dc.loadCompose(context.TODO(), loc, at); err != nil {
 			return plan, err
 		}
 		if dc.Image != "" {
