@@ -132,15 +132,23 @@ type Options struct {
 	// failed: from Start for an entry that is not started, else from the
 	// manager's goroutines, possibly at the same time.
 	OnStatus func(ServerStatus)
+	// Sample, when set, answers the servers' sampling requests (and the
+	// servers are told that shiro samples); it is called from the
+	// client's goroutines while a tool call waits, possibly several at
+	// once. Its error's text is what the server sees.
+	Sample func(context.Context, SampleRequest) (SampleResult, error)
+	// Elicit, when set, answers the servers' elicitation requests (forms
+	// only), as Sample.
+	Elicit func(context.Context, ElicitRequest) (ElicitResult, error)
 }
 
 // Manager connects servers and holds their sessions. Its methods are safe
 // for concurrent use.
 type Manager struct {
 	opts   Options
-	client *sdk.Client
-	cancel context.CancelFunc // stops the connects in flight
-	wg     sync.WaitGroup     // the connect goroutines
+	impl   *sdk.Implementation // what shiro tells servers it is
+	cancel context.CancelFunc  // stops the connects in flight
+	wg     sync.WaitGroup      // the connect goroutines
 
 	mu      sync.Mutex
 	servers []*server
@@ -171,7 +179,7 @@ func Start(servers []Server, opts Options) *Manager {
 	ctx, cancel := context.WithCancel(context.Background()) // the manager's lifetime
 	m := &Manager{
 		opts:   opts,
-		client: sdk.NewClient(&sdk.Implementation{Name: "shiro", Version: cmp.Or(opts.Version, "dev")}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}),
+		impl:   &sdk.Implementation{Name: "shiro", Version: cmp.Or(opts.Version, "dev")},
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
@@ -274,10 +282,14 @@ func (m *Manager) connect(ctx context.Context, s *server, cfg Config) {
 // it started is stopped.
 func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sdk.ClientSession, func(), []*Tool, []string, error) {
 	var sb sandbox.Sandbox
+	root := m.opts.Workspace
 	if where == WhereSandbox {
 		var err error
 		if sb, err = m.opts.Sandbox(ctx); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("open the sandbox: %w", err)
+		}
+		if p := sb.Info().Workspace; p != "" {
+			root = p // the workspace as the server sees it
 		}
 	}
 	// Some transports tie the connection to the context their Connect is
@@ -292,17 +304,28 @@ func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sd
 		connCancel()
 		return nil, nil, nil, nil, err
 	}
-	fail := func(err error) (*sdk.ClientSession, func(), []*Tool, []string, error) {
+	// fail explains err by what is known of the server's end, then stops
+	// what was started: explained first, so that the server's own exit is
+	// told apart from the stop.
+	fail := func(stage string, err error) (*sdk.ClientSession, func(), []*Tool, []string, error) {
+		hung := errors.Is(startCtx.Err(), context.DeadlineExceeded)
+		if hung {
+			what := "answer the initialize request"
+			if stage == stageList {
+				what = "list its tools"
+			}
+			err = fmt.Errorf("the server hangs: it started but did not %s within %s", what, m.opts.Timeout)
+		} else {
+			err = fmt.Errorf("%s: %w", stage, err)
+		}
+		err = tr.explain(err, !hung)
 		connCancel()
 		tr.release()
-		if errors.Is(startCtx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %s", m.opts.Timeout)
-		}
-		return nil, nil, nil, nil, tr.explain(err)
+		return nil, nil, nil, nil, err
 	}
-	cs, err := m.client.Connect(connCtx, tr.transport, nil)
+	cs, err := m.newClient(name, root).Connect(connCtx, tr.transport, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocol})
 	if err != nil {
-		return fail(fmt.Errorf("connect: %w", err))
+		return fail(stageInit, err)
 	}
 	var list []*Tool
 	var skipped []string
@@ -310,7 +333,7 @@ func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sd
 	for t, err := range cs.Tools(startCtx, nil) {
 		if err != nil {
 			_ = cs.Close()
-			return fail(fmt.Errorf("list tools: %w", err))
+			return fail(stageList, err)
 		}
 		tool := newTool(name, t, cs)
 		if len(tool.Name()) > maxNameLen || seen[tool.Name()] {
@@ -322,10 +345,16 @@ func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sd
 	}
 	if !stopDeadline() { // the deadline passed as the listing ended
 		_ = cs.Close()
-		return fail(startCtx.Err())
+		return fail(stageList, startCtx.Err())
 	}
 	return cs, func() { tr.release(); connCancel() }, list, skipped, nil
 }
+
+// The stages of a server's start, as its errors name them.
+const (
+	stageInit = "initialize"
+	stageList = "list tools"
+)
 
 // started is a transport and what to do around it.
 type started struct {
@@ -333,9 +362,10 @@ type started struct {
 	// release stops what the transport started once the session is closed
 	// (or the connect failed).
 	release func()
-	// explain adds what is known of the server's end (its stderr, its
-	// exit) to a connect error.
-	explain func(error) error
+	// explain puts what is known of the server's end first (a line of its
+	// stdout that is not JSON-RPC, its exit status) and its stderr last;
+	// waitExit gives a server whose pipe broke a moment to be seen exit.
+	explain func(err error, waitExit bool) error
 }
 
 func (m *Manager) transport(ctx context.Context, sb sandbox.Sandbox, cfg Config) (started, error) {
@@ -345,7 +375,7 @@ func (m *Manager) transport(ctx context.Context, sb sandbox.Sandbox, cfg Config)
 	case sb != nil:
 		return sandboxTransport(ctx, sb, cfg, m.opts.Workspace)
 	default:
-		return hostTransport(cfg, m.opts.Workspace, m.opts.Environ), nil
+		return hostTransport(cfg, m.opts.Workspace, m.opts.Environ)
 	}
 }
 
