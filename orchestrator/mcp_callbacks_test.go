@@ -27,7 +27,9 @@ type usageModel struct {
 	times   []time.Time
 }
 
-func (m *usageModel) Info() llm.ModelInfo { return llm.ModelInfo{Provider: "test", Model: "test-model"} }
+func (m *usageModel) Info() llm.ModelInfo {
+	return llm.ModelInfo{Provider: "test", Model: "test-model"}
+}
 
 func (m *usageModel) Stream(_ context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 	m.mu.Lock()
