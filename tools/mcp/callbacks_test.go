@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shiroagent/shiro/sandbox"
+	"github.com/shiroagent/shiro/sandbox/local"
+	"github.com/shiroagent/shiro/sandbox/sandboxtest"
 	"github.com/shiroagent/shiro/tools/mcp/mcptest"
 )
 
@@ -126,12 +129,24 @@ func TestServerCallbacksRefused(t *testing.T) {
 func TestServerCallbacksInTheSandboxNameItsPath(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	open, _ := recordingSandbox(t, ws)
-	m := connected(t, []Server{{Name: "proj", Project: true, Config: echoServer(t, nil)}}, Options{Workspace: ws, Sandbox: open})
-	// The fake sandbox says its workspace is at the same path (as Docker
-	// mounts it); Info().Workspace is the path used.
-	if res := call(t, m, "mcp__proj__roots", `{}`); !strings.Contains(res.Text, "file://"+filepath.ToSlash(ws)) {
-		t.Errorf("roots: %+v", res)
+	lsb, err := local.New(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lsb.Close() })
+	// The sandbox holds the workspace at a path of its own: the server is
+	// told that one, not the host's.
+	fake := &sandboxtest.Fake{RunFunc: lsb.Run, InfoValue: sandbox.Info{Kind: "test", Workspace: "/sandbox/work space"}}
+	open := func(context.Context) (sandbox.Sandbox, error) { return fake, nil }
+	m := connected(t, []Server{
+		{Name: "proj", Project: true, Config: echoServer(t, nil)},
+		{Name: "mine", Config: echoServer(t, nil)},
+	}, Options{Workspace: ws, Sandbox: open})
+	if res := call(t, m, "mcp__proj__roots", `{}`); res.Text != "roots: work space file:///sandbox/work%20space" {
+		t.Errorf("the project server's roots: %+v", res)
+	}
+	if res := call(t, m, "mcp__mine__roots", `{}`); !strings.Contains(res.Text, "file://"+filepath.ToSlash(ws)) {
+		t.Errorf("the host server's roots: %+v", res)
 	}
 }
 
