@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shiroagent/shiro/integration/fakemodel"
+	"github.com/shiroagent/shiro/integration/testenv"
 	"github.com/shiroagent/shiro/tools/mcp/mcptest"
 )
 
@@ -129,4 +130,56 @@ func TestMCPMisbehavingServersHeadless(t *testing.T) {
 	if !strings.Contains(res.stdout, "Answered.") {
 		t.Errorf("stdout %q", res.stdout)
 	}
+}
+
+// TestTUIMCPSamplingApproval: in the chat UI a server's sampling request
+// is shown for approval after the tool call's own, answered by the same
+// fake model once allowed, and billed to the session (/cost).
+func TestTUIMCPSamplingApproval(t *testing.T) {
+	t.Parallel()
+	requireTmux(t)
+	srv := fakemodel.New(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_sample", Name: "mcp__srv__sample", Input: `{"prompt":"name a colour","system":"one word only"}`}}, InputTokens: 100, OutputTokens: 10},
+		fakemodel.Reply{Text: "teal", InputTokens: 7, OutputTokens: 3},
+		fakemodel.Reply{Text: "The server heard teal.", InputTokens: 50, OutputTokens: 5},
+	)
+	env := append(headlessEnv(t, providers[0], srv.URL), "TERM=xterm-256color")
+	userMCP(t, env, map[string]any{"srv": map[string]any{"command": mcpecho(t)}})
+	s := newTmux(t, t.TempDir(), tuiWidth, tuiHeight, env, testenv.Binary(t), "--no-sandbox")
+	s.run("set-option", "-t", s.name, "remain-on-exit", "on")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screen at the end:\n%s", s.screen())
+		}
+	})
+	s.waitFor("mcp: 10 tools", 30*time.Second)
+	s.keys("ask the server", true)
+	s.waitFor("y allow once | a always allow mcp__srv__sample | n deny", 20*time.Second)
+	s.keys("y", false)
+	scr := s.waitFor("y allow | n deny", 20*time.Second)
+	for _, want := range []string{"mcp srv asks ", "to answer (sampling", "system: one word only", "user: name a colour", "at most 200 tokens"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the sampling prompt lacks %q:\n%s", want, scr)
+		}
+	}
+	if n := len(modelRequests(srv)); n != 1 {
+		t.Errorf("%d model requests before the approval, want 1", n)
+	}
+	s.keys("y", false)
+	s.waitFor("The server heard teal.", 20*time.Second)
+	s.waitFor("mcp srv sampling: allowed", 5*time.Second)
+	// The turn's line counts its steps; the session's bill has the
+	// sampling request too.
+	s.waitFor("150 in / 15 out tokens", 5*time.Second)
+	s.keys("/cost", true)
+	s.waitFor("billed    157 in / 18 out tokens", 5*time.Second)
+	s.dismiss("billed ")
+	reqs := modelRequests(srv)
+	if len(reqs) != 3 || !strings.Contains(string(reqs[1].Body), "one word only") {
+		t.Errorf("%d requests; the second:\n%s", len(reqs), reqs[1].Body)
+	}
+	if content, _, _ := toolResult(reqs[2].JSON(), "call_sample"); !strings.Contains(content, "said: teal") {
+		t.Errorf("the tool's result: %q", content)
+	}
+	s.quit()
 }
