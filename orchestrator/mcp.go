@@ -12,10 +12,11 @@ import (
 	"github.com/shiroagent/shiro/tools/mcp"
 )
 
-// mcpFirstWait is how long after the session starts its first turn waits
-// for the MCP servers still connecting: enough for a server that starts at
-// once (so that a headless run's first step has its tools), never the
-// whole start timeout of one that hangs.
+// mcpFirstWait is how long the first turn waits for an MCP server still
+// connecting once its process has started: enough for a server that
+// starts at once (so that a headless run's first step has its tools),
+// never the whole start timeout of one that hangs. A project server whose
+// sandbox is still opening is waited for until it starts.
 const mcpFirstWait = 3 * time.Second
 
 // sessionMCP is a session's MCP servers: the manager connecting them in the
@@ -79,16 +80,18 @@ func (s *Session) mcpTools() []agent.Tool {
 }
 
 // awaitMCP waits, before a turn, for the MCP servers still connecting, but
-// only until mcpFirstWait after the session started: a server that takes
-// longer (or hangs) does not hold the prompt; its tools join the step
-// after it connects. The first turn that goes without some says so.
+// only mcpFirstWait from each one's start (and never longer than
+// mcp.DefaultTimeout in all): a server that takes longer (or hangs) does
+// not hold the prompt; its tools join the step after it connects. The
+// first turn that goes without some says so.
 func (s *Session) awaitMCP(ctx context.Context) {
 	if s.mcp == nil {
 		return
 	}
-	wctx, cancel := context.WithDeadline(ctx, s.mcp.started.Add(mcpFirstWait))
+	wctx, cancel := context.WithTimeout(ctx, mcp.DefaultTimeout)
 	defer cancel()
-	if s.mcp.manager.Wait(wctx) == nil || ctx.Err() != nil || s.mcp.waited.Swap(true) {
+	_ = s.mcp.manager.WaitStarted(wctx, mcpFirstWait)
+	if ctx.Err() != nil || s.mcp.waited.Swap(true) {
 		return
 	}
 	var slow []string

@@ -207,3 +207,42 @@ func TestStdoutWatch(t *testing.T) {
 		})
 	}
 }
+
+func TestWaitStarted(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	lsb, err := local.New(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lsb.Close() })
+	// The sandbox takes longer to open than the grace: its server is
+	// waited for; the hanging server on the host is not, past the grace.
+	slowOpen := func(ctx context.Context) (sandbox.Sandbox, error) {
+		select {
+		case <-time.After(1500 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return lsb, nil
+	}
+	m := Start([]Server{
+		{Name: "hang", Config: echoServer(t, map[string]any{"env": map[string]string{mcptest.ModeEnv: "hang"}})},
+		{Name: "proj", Project: true, Config: echoServer(t, nil)},
+	}, Options{Workspace: ws, Sandbox: slowOpen})
+	t.Cleanup(func() { m.Close() })
+	start := time.Now()
+	if err := m.WaitStarted(t.Context(), 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if st := statusOf(t, m, "proj"); st.Connecting || st.Err != nil {
+		t.Errorf("WaitStarted returned after %s before the sandbox's server connected: %+v", took, st)
+	}
+	if st := statusOf(t, m, "hang"); !st.Connecting {
+		t.Errorf("the hanging server: %+v", st)
+	}
+	if took > 10*time.Second {
+		t.Errorf("WaitStarted took %s", took)
+	}
+}

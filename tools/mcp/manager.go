@@ -154,6 +154,7 @@ type Manager struct {
 	servers []*server
 	pending int           // outcomes not yet told through OnStatus
 	done    chan struct{} // closed when pending reaches 0
+	changed chan struct{} // closed (and replaced) when a server's process starts or it connects or fails
 
 	closeOnce sync.Once
 	closeErr  error
@@ -162,6 +163,7 @@ type Manager struct {
 // server is one server's state; fields are guarded by Manager.mu.
 type server struct {
 	status  ServerStatus
+	started time.Time // when its process started (or its remote connect began); zero before
 	tools   []*Tool
 	session *sdk.ClientSession
 	release func() // after the session closed: stops what the transport started
@@ -178,10 +180,11 @@ func Start(servers []Server, opts Options) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background()) // the manager's lifetime
 	m := &Manager{
-		opts:   opts,
-		impl:   &sdk.Implementation{Name: "shiro", Version: cmp.Or(opts.Version, "dev")},
-		cancel: cancel,
-		done:   make(chan struct{}),
+		opts:    opts,
+		impl:    &sdk.Implementation{Name: "shiro", Version: cmp.Or(opts.Version, "dev")},
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
 	}
 	user := map[string]bool{}
 	var finished []ServerStatus
@@ -258,9 +261,17 @@ func (m *Manager) plan(decl Server, user map[string]bool, st *ServerStatus) (Con
 
 // connect starts one server and records the outcome.
 func (m *Manager) connect(ctx context.Context, s *server, cfg Config) {
-	cs, release, list, skipped, err := m.open(ctx, s.status.Name, s.status.Where, cfg)
+	cs, release, list, skipped, err := m.open(ctx, s.status.Name, s.status.Where, cfg, func() {
+		m.mu.Lock()
+		s.started = time.Now()
+		close(m.changed)
+		m.changed = make(chan struct{})
+		m.mu.Unlock()
+	})
 	m.mu.Lock()
 	s.status.Connecting = false
+	close(m.changed)
+	m.changed = make(chan struct{})
 	if err != nil {
 		s.status.Err = err
 	} else {
@@ -280,7 +291,7 @@ func (m *Manager) connect(ctx context.Context, s *server, cfg Config) {
 
 // open connects to one server and lists its tools. On failure everything
 // it started is stopped.
-func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sdk.ClientSession, func(), []*Tool, []string, error) {
+func (m *Manager) open(ctx context.Context, name, where string, cfg Config, started func()) (*sdk.ClientSession, func(), []*Tool, []string, error) {
 	var sb sandbox.Sandbox
 	root := m.opts.Workspace
 	if where == WhereSandbox {
@@ -304,6 +315,7 @@ func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sd
 		connCancel()
 		return nil, nil, nil, nil, err
 	}
+	started()
 	// fail explains err by what is known of the server's end, then stops
 	// what was started: explained first, so that the server's own exit is
 	// told apart from the stop.
@@ -391,6 +403,60 @@ func (m *Manager) Wait(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// WaitStarted waits until every server connected or failed, or each one
+// still connecting has had grace since its process started (one whose
+// sandbox is still opening is waited for), or ctx ends. A session's first
+// turn waits so: a server that starts at once is in it, one that hangs
+// does not hold it.
+func (m *Manager) WaitStarted(ctx context.Context, grace time.Duration) error {
+	for {
+		m.mu.Lock()
+		changed := m.changed
+		var next time.Time // the earliest grace still running
+		waiting := false
+		for _, s := range m.servers {
+			if !s.status.Connecting {
+				continue
+			}
+			if s.started.IsZero() {
+				waiting = true
+				continue
+			}
+			if end := s.started.Add(grace); time.Until(end) > 0 {
+				waiting = true
+				if next.IsZero() || end.Before(next) {
+					next = end
+				}
+			}
+		}
+		m.mu.Unlock()
+		if !waiting {
+			return nil
+		}
+		var timer <-chan time.Time
+		var t *time.Timer
+		if !next.IsZero() {
+			t = time.NewTimer(time.Until(next))
+			timer = t.C
+		}
+		var err error
+		select {
+		case <-m.done:
+			return nil
+		case <-changed:
+		case <-timer:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return err
+		}
 	}
 }
 
