@@ -193,10 +193,10 @@ func TestTUIMCPToolAsksAndMCPListsTheServer(t *testing.T) {
 		fakemodel.Reply{Text: "The server answered."},
 	)
 	s := startTUI(t, ws, srv, "--trust-project") // the project's server, trusted
-	s.waitFor("mcp: 6 tools", 30*time.Second)    // the header, once the server is up
+	s.waitFor("mcp: 10 tools", 30*time.Second)   // the header, once the server is up
 	s.keys("/mcp", true)
 	scr := s.waitFor("srv  (project config, stdio, sandbox)", 10*time.Second)
-	if !strings.Contains(scr, "6 tools: mcp__srv__") || !strings.Contains(scr, "mcp__srv__echo") {
+	if !strings.Contains(scr, "10 tools: mcp__srv__") || !strings.Contains(scr, "mcp__srv__echo") {
 		t.Errorf("/mcp lacks the server's tools:\n%s", scr)
 	}
 	s.dismiss("srv  (project config, stdio, sandbox)")

@@ -4,16 +4,29 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools/mcp"
 )
 
+// mcpFirstWait is how long the first turn waits for an MCP server still
+// connecting once its process has started: enough for a server that
+// starts at once (so that a headless run's first step has its tools),
+// never the whole start timeout of one that hangs. A project server whose
+// sandbox is still opening is waited for until it starts.
+const mcpFirstWait = 3 * time.Second
+
 // sessionMCP is a session's MCP servers: the manager connecting them in the
 // background.
 type sessionMCP struct {
 	manager *mcp.Manager
+	started time.Time
+	// waited is set once a turn has waited for the servers (the notice
+	// about the slow ones is given once).
+	waited atomic.Bool
 }
 
 // startMCP starts connecting the session's MCP servers in the background:
@@ -28,8 +41,9 @@ func (s *Session) startMCP(opts SessionOptions) {
 	if !opts.Sandbox.NoSandbox {
 		open = s.sandbox.Get
 	}
-	m := &sessionMCP{}
+	m := &sessionMCP{started: time.Now()}
 	s.mcp = m
+	cb := s.newMCPCallbacks(opts)
 	m.manager = mcp.Start(mcp.Servers(opts.MCPServers, opts.ProjectMCPServers), mcp.Options{
 		Workspace: s.ws,
 		Sandbox:   open,
@@ -39,6 +53,8 @@ func (s *Session) startMCP(opts SessionOptions) {
 				s.publish(NoticeEvent{n})
 			}
 		},
+		Sample: cb.sample,
+		Elicit: cb.elicit,
 	})
 }
 
@@ -63,15 +79,38 @@ func (s *Session) mcpTools() []agent.Tool {
 	return s.adapt(s.mcp.manager.Tools())
 }
 
-// awaitMCP waits, before a turn, for the MCP servers still connecting (at
-// most mcp.DefaultTimeout: a server that takes longer joins a later step).
+// awaitMCP waits, before a turn, for the MCP servers still connecting, but
+// only mcpFirstWait from each one's start (and never longer than
+// mcp.DefaultTimeout in all): a server that takes longer (or hangs) does
+// not hold the prompt; its tools join the step after it connects. The
+// first turn that goes without some says so.
 func (s *Session) awaitMCP(ctx context.Context) {
 	if s.mcp == nil {
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, mcp.DefaultTimeout)
 	defer cancel()
-	_ = s.mcp.manager.Wait(wctx)
+	_ = s.mcp.manager.WaitStarted(wctx, mcpFirstWait)
+	if ctx.Err() != nil || s.mcp.waited.Swap(true) {
+		return
+	}
+	var slow []string
+	for _, st := range s.mcp.manager.Status() {
+		if st.Connecting {
+			slow = append(slow, st.Name)
+		}
+	}
+	if len(slow) > 0 {
+		s.publish(NoticeEvent{fmt.Sprintf("mcp %s: still connecting after %s; going on without %s (%s join when %s)",
+			strings.Join(slow, ", "), time.Since(s.mcp.started).Round(time.Second), them(len(slow), "it", "them"), them(len(slow), "its tools", "their tools"), them(len(slow), "it answers", "they answer"))})
+	}
+}
+
+func them(n int, one, more string) string {
+	if n == 1 {
+		return one
+	}
+	return more
 }
 
 // MCPStatus describes the session's MCP servers, the user's first, each

@@ -49,6 +49,8 @@ func (m *Model) modal() modal {
 		return m.approval
 	case m.ask != nil:
 		return m.ask
+	case m.mcpAsk != nil:
+		return m.mcpAsk
 	case m.form != nil:
 		return m.form
 	}

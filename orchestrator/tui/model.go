@@ -62,6 +62,8 @@ type Model struct {
 	form        *formModal    // onboarding or a picker
 	ask         *askPrompt    // a question of the ask tool
 	asks        []askMsg      // questions waiting behind the one shown
+	mcpAsk      *mcpPrompt    // an MCP server's sampling request or form (mcp_ask.go)
+	mcpAsks     []mcpAskMsg   // those waiting behind it
 
 	todos     []sessiontools.Todo // the task panel
 	subagents []subagent          // the subagent panel of this turn
@@ -290,6 +292,10 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.showAsk(msg)
 	case askGoneMsg:
 		return m.dropAsk(msg.id)
+	case mcpAskMsg:
+		return m.showMCP(msg)
+	case mcpAskGoneMsg:
+		return m.dropMCP(msg.id)
 	case todosMsg:
 		m.todos = msg.items
 		return nil

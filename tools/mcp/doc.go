@@ -14,6 +14,11 @@
 //     that an untrusted repository cannot aim the host at internal services
 //     (docs/decisions/0005-project-mcp-servers.md).
 //
+// Each server gets a client of its own, which speaks protocol version
+// 2025-11-25 (so that a server may ask while it handles a call), tells it
+// the workspace as its root and, through Options.Sample and Options.Elicit,
+// answers its sampling and elicitation requests.
+//
 // A Manager connects every server in parallel, each within a timeout, and
 // records per server its tools or why it failed: a server that cannot start
 // is a recorded failure, never a crash or a hang. The package is the only

@@ -132,20 +132,29 @@ type Options struct {
 	// failed: from Start for an entry that is not started, else from the
 	// manager's goroutines, possibly at the same time.
 	OnStatus func(ServerStatus)
+	// Sample, when set, answers the servers' sampling requests (and the
+	// servers are told that shiro samples); it is called from the
+	// client's goroutines while a tool call waits, possibly several at
+	// once. Its error's text is what the server sees.
+	Sample func(context.Context, SampleRequest) (SampleResult, error)
+	// Elicit, when set, answers the servers' elicitation requests (forms
+	// only), as Sample.
+	Elicit func(context.Context, ElicitRequest) (ElicitResult, error)
 }
 
 // Manager connects servers and holds their sessions. Its methods are safe
 // for concurrent use.
 type Manager struct {
 	opts   Options
-	client *sdk.Client
-	cancel context.CancelFunc // stops the connects in flight
-	wg     sync.WaitGroup     // the connect goroutines
+	impl   *sdk.Implementation // what shiro tells servers it is
+	cancel context.CancelFunc  // stops the connects in flight
+	wg     sync.WaitGroup      // the connect goroutines
 
 	mu      sync.Mutex
 	servers []*server
 	pending int           // outcomes not yet told through OnStatus
 	done    chan struct{} // closed when pending reaches 0
+	changed chan struct{} // closed (and replaced) when a server's process starts or it connects or fails
 
 	closeOnce sync.Once
 	closeErr  error
@@ -154,6 +163,7 @@ type Manager struct {
 // server is one server's state; fields are guarded by Manager.mu.
 type server struct {
 	status  ServerStatus
+	started time.Time // when its process started (or its remote connect began); zero before
 	tools   []*Tool
 	session *sdk.ClientSession
 	release func() // after the session closed: stops what the transport started
@@ -170,10 +180,11 @@ func Start(servers []Server, opts Options) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background()) // the manager's lifetime
 	m := &Manager{
-		opts:   opts,
-		client: sdk.NewClient(&sdk.Implementation{Name: "shiro", Version: cmp.Or(opts.Version, "dev")}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}),
-		cancel: cancel,
-		done:   make(chan struct{}),
+		opts:    opts,
+		impl:    &sdk.Implementation{Name: "shiro", Version: cmp.Or(opts.Version, "dev")},
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
 	}
 	user := map[string]bool{}
 	var finished []ServerStatus
@@ -250,9 +261,17 @@ func (m *Manager) plan(decl Server, user map[string]bool, st *ServerStatus) (Con
 
 // connect starts one server and records the outcome.
 func (m *Manager) connect(ctx context.Context, s *server, cfg Config) {
-	cs, release, list, skipped, err := m.open(ctx, s.status.Name, s.status.Where, cfg)
+	cs, release, list, skipped, err := m.open(ctx, s.status.Name, s.status.Where, cfg, func() {
+		m.mu.Lock()
+		s.started = time.Now()
+		close(m.changed)
+		m.changed = make(chan struct{})
+		m.mu.Unlock()
+	})
 	m.mu.Lock()
 	s.status.Connecting = false
+	close(m.changed)
+	m.changed = make(chan struct{})
 	if err != nil {
 		s.status.Err = err
 	} else {
@@ -272,12 +291,16 @@ func (m *Manager) connect(ctx context.Context, s *server, cfg Config) {
 
 // open connects to one server and lists its tools. On failure everything
 // it started is stopped.
-func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sdk.ClientSession, func(), []*Tool, []string, error) {
+func (m *Manager) open(ctx context.Context, name, where string, cfg Config, started func()) (*sdk.ClientSession, func(), []*Tool, []string, error) {
 	var sb sandbox.Sandbox
+	root := m.opts.Workspace
 	if where == WhereSandbox {
 		var err error
 		if sb, err = m.opts.Sandbox(ctx); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("open the sandbox: %w", err)
+		}
+		if p := sb.Info().Workspace; p != "" {
+			root = p // the workspace as the server sees it
 		}
 	}
 	// Some transports tie the connection to the context their Connect is
@@ -292,17 +315,29 @@ func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sd
 		connCancel()
 		return nil, nil, nil, nil, err
 	}
-	fail := func(err error) (*sdk.ClientSession, func(), []*Tool, []string, error) {
+	started()
+	// fail explains err by what is known of the server's end, then stops
+	// what was started: explained first, so that the server's own exit is
+	// told apart from the stop.
+	fail := func(stage string, err error) (*sdk.ClientSession, func(), []*Tool, []string, error) {
+		hung := errors.Is(startCtx.Err(), context.DeadlineExceeded)
+		if hung {
+			what := "answer the initialize request"
+			if stage == stageList {
+				what = "list its tools"
+			}
+			err = fmt.Errorf("the server hangs: it started but did not %s within %s", what, m.opts.Timeout)
+		} else {
+			err = fmt.Errorf("%s: %w", stage, err)
+		}
+		err = tr.explain(err, !hung)
 		connCancel()
 		tr.release()
-		if errors.Is(startCtx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %s", m.opts.Timeout)
-		}
-		return nil, nil, nil, nil, tr.explain(err)
+		return nil, nil, nil, nil, err
 	}
-	cs, err := m.client.Connect(connCtx, tr.transport, nil)
+	cs, err := m.newClient(name, root).Connect(connCtx, tr.transport, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocol})
 	if err != nil {
-		return fail(fmt.Errorf("connect: %w", err))
+		return fail(stageInit, err)
 	}
 	var list []*Tool
 	var skipped []string
@@ -310,7 +345,7 @@ func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sd
 	for t, err := range cs.Tools(startCtx, nil) {
 		if err != nil {
 			_ = cs.Close()
-			return fail(fmt.Errorf("list tools: %w", err))
+			return fail(stageList, err)
 		}
 		tool := newTool(name, t, cs)
 		if len(tool.Name()) > maxNameLen || seen[tool.Name()] {
@@ -322,10 +357,16 @@ func (m *Manager) open(ctx context.Context, name, where string, cfg Config) (*sd
 	}
 	if !stopDeadline() { // the deadline passed as the listing ended
 		_ = cs.Close()
-		return fail(startCtx.Err())
+		return fail(stageList, startCtx.Err())
 	}
 	return cs, func() { tr.release(); connCancel() }, list, skipped, nil
 }
+
+// The stages of a server's start, as its errors name them.
+const (
+	stageInit = "initialize"
+	stageList = "list tools"
+)
 
 // started is a transport and what to do around it.
 type started struct {
@@ -333,9 +374,10 @@ type started struct {
 	// release stops what the transport started once the session is closed
 	// (or the connect failed).
 	release func()
-	// explain adds what is known of the server's end (its stderr, its
-	// exit) to a connect error.
-	explain func(error) error
+	// explain puts what is known of the server's end first (a line of its
+	// stdout that is not JSON-RPC, its exit status) and its stderr last;
+	// waitExit gives a server whose pipe broke a moment to be seen exit.
+	explain func(err error, waitExit bool) error
 }
 
 func (m *Manager) transport(ctx context.Context, sb sandbox.Sandbox, cfg Config) (started, error) {
@@ -345,7 +387,7 @@ func (m *Manager) transport(ctx context.Context, sb sandbox.Sandbox, cfg Config)
 	case sb != nil:
 		return sandboxTransport(ctx, sb, cfg, m.opts.Workspace)
 	default:
-		return hostTransport(cfg, m.opts.Workspace, m.opts.Environ), nil
+		return hostTransport(cfg, m.opts.Workspace, m.opts.Environ)
 	}
 }
 
@@ -361,6 +403,60 @@ func (m *Manager) Wait(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// WaitStarted waits until every server connected or failed, or each one
+// still connecting has had grace since its process started (one whose
+// sandbox is still opening is waited for), or ctx ends. A session's first
+// turn waits so: a server that starts at once is in it, one that hangs
+// does not hold it.
+func (m *Manager) WaitStarted(ctx context.Context, grace time.Duration) error {
+	for {
+		m.mu.Lock()
+		changed := m.changed
+		var next time.Time // the earliest grace still running
+		waiting := false
+		for _, s := range m.servers {
+			if !s.status.Connecting {
+				continue
+			}
+			if s.started.IsZero() {
+				waiting = true
+				continue
+			}
+			if end := s.started.Add(grace); time.Until(end) > 0 {
+				waiting = true
+				if next.IsZero() || end.Before(next) {
+					next = end
+				}
+			}
+		}
+		m.mu.Unlock()
+		if !waiting {
+			return nil
+		}
+		var timer <-chan time.Time
+		var t *time.Timer
+		if !next.IsZero() {
+			t = time.NewTimer(time.Until(next))
+			timer = t.C
+		}
+		var err error
+		select {
+		case <-m.done:
+			return nil
+		case <-changed:
+		case <-timer:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return err
+		}
 	}
 }
 

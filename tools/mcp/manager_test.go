@@ -239,7 +239,7 @@ func TestManagerCancelledCallIsAGoError(t *testing.T) {
 func TestManagerServerThatNeverAnswers(t *testing.T) {
 	t.Parallel()
 	m := connected(t, []Server{{Name: "mute", Config: raw(`{"command":"sleep","args":["300"]}`)}}, Options{Workspace: t.TempDir(), Timeout: 300 * time.Millisecond})
-	wantErr(t, statusOf(t, m, "mute"), "no answer within 300ms")
+	wantErr(t, statusOf(t, m, "mute"), "the server hangs: it started but did not answer the initialize request within 300ms")
 }
 
 func TestManagerCloseWhileConnecting(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -34,8 +35,10 @@ const (
 // hostTransport runs a stdio server on the host: the inherited environment
 // with the entry's env over it, in its cwd (relative to the workspace; the
 // workspace by default), in a process group of its own so that a ctrl-c
-// at the terminal does not reach it.
-func hostTransport(cfg Config, workspace string, environ []string) started {
+// at the terminal does not reach it. The process is shiro's own (not the
+// SDK's command transport) so that its exit status is known when the
+// connection breaks.
+func hostTransport(cfg Config, workspace string, environ []string) (started, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = mergeEnv(environ, cfg.Env)
 	cmd.Dir = workspace
@@ -47,13 +50,180 @@ func hostTransport(cfg Config, workspace string, environ []string) started {
 	}
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stderr = stderr
-	cmd.WaitDelay = stopGrace // a child holding stderr does not hold Close
+	cmd.WaitDelay = stopGrace // a child holding stderr does not hold Wait
 	ownProcessGroup(cmd)
-	return started{
-		transport: &sdk.CommandTransport{Command: cmd, TerminateDuration: stopGrace},
-		release:   func() {}, // closing the session stops the process
-		explain:   stderr.explain,
+	// Pipes of our own: Wait closes neither, so the server's last output
+	// is read even when it has exited.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return started{}, err
 	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return started{}, err
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return started{}, fmt.Errorf("start %s: %w", cfg.Command, err)
+	}
+	p := &hostProc{cmd: cmd, stdin: inW, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	out := &stdoutWatch{r: outR}
+	return started{
+		transport: &sdk.IOTransport{Reader: out, Writer: inW},
+		release:   p.stop,
+		explain: func(err error, waitExit bool) error {
+			return explainEnd(err, out, stderr, p.done, waitExit, func() string { return exitText(p.err) })
+		},
+	}, nil
+}
+
+// hostProc is a stdio server running on the host.
+type hostProc struct {
+	cmd   *exec.Cmd
+	stdin *os.File
+	done  chan struct{} // closed when Wait returned; err is set
+	err   error
+
+	stopOnce sync.Once
+}
+
+// stop closes the server's stdin (the session has closed it already, as a
+// rule), gives it stopGrace to exit, then terminates its process group,
+// and kills it stopGrace later.
+func (p *hostProc) stop() {
+	p.stopOnce.Do(func() {
+		p.stdin.Close()
+		for _, sig := range []func(*exec.Cmd){terminateGroup, killGroup} {
+			t := time.NewTimer(stopGrace)
+			select {
+			case <-p.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			sig(p.cmd)
+		}
+		<-p.done
+	})
+}
+
+// exitText says how a host server ended, from Wait's error.
+func exitText(err error) string {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return "the server exited with status 0"
+	case errors.As(err, &exit):
+		if s := exitSignal(exit); s != "" {
+			return "the server was killed by " + s
+		}
+		return fmt.Sprintf("the server exited with status %d", exit.ExitCode())
+	default:
+		return "the server ended: " + err.Error()
+	}
+}
+
+// exitWait is how long a failed start waits to see the server exit, when
+// its pipe broke (the exit is the better explanation).
+const exitWait = 500 * time.Millisecond
+
+// explainEnd builds a failed start's message: a line of stdout that is not
+// JSON-RPC first, else the server's exit (which makes the transport's own
+// error — a broken pipe, an EOF — noise), else err; the stderr tail last.
+func explainEnd(err error, out *stdoutWatch, stderr *tailBuffer, done <-chan struct{}, waitExit bool, exit func() string) error {
+	ended := false
+	if waitExit {
+		t := time.NewTimer(exitWait)
+		select {
+		case <-done:
+			ended = true
+		case <-t.C:
+		}
+		t.Stop()
+	} else {
+		select {
+		case <-done:
+			ended = true
+		default:
+		}
+	}
+	if line, ok := out.bad(); ok {
+		// Its exit, if seen, follows the client's hanging up: not news.
+		err = fmt.Errorf("the server wrote to stdout a line that is not JSON-RPC: %q (a stdio server may write only JSON-RPC messages there; its logs belong on stderr)", line)
+	} else if ended {
+		err = errors.New(exit() + " before it answered")
+	}
+	return stderr.explain(err)
+}
+
+// stdoutWatch passes a server's stdout to the client and keeps the first
+// line that cannot be a JSON-RPC message (one that does not start with '{'
+// or '['): a banner, a log line, a prompt.
+type stdoutWatch struct {
+	r io.ReadCloser
+
+	mu        sync.Mutex
+	midLine   bool   // the last byte seen was not a newline
+	recording bool   // the bad line is still being read
+	line      []byte // the bad line, up to maxBadLine bytes
+	found     bool
+}
+
+// maxBadLine is how much of a bad line is kept.
+const maxBadLine = 200
+
+func (w *stdoutWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	w.scan(p[:n])
+	return n, err
+}
+
+func (w *stdoutWatch) Close() error { return w.r.Close() }
+
+func (w *stdoutWatch) scan(p []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, b := range p {
+		if b == '\n' {
+			w.midLine, w.recording = false, false
+			continue
+		}
+		if w.recording {
+			if len(w.line) < maxBadLine {
+				w.line = append(w.line, b)
+			}
+			continue
+		}
+		if w.midLine {
+			continue
+		}
+		if b == ' ' || b == '\t' || b == '\r' {
+			continue // leading space: the line has not started yet
+		}
+		w.midLine = true
+		if b != '{' && b != '[' && !w.found {
+			w.found, w.recording = true, true
+			w.line = append(w.line, b)
+		}
+	}
+}
+
+// bad is the first line that is not JSON-RPC, if one was seen.
+func (w *stdoutWatch) bad() (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.TrimRight(string(w.line), "\r"), w.found
 }
 
 // mergeEnv puts entries over environ, replacing variables of the same name.
@@ -110,10 +280,13 @@ func sandboxTransport(ctx context.Context, sb sandbox.Sandbox, cfg Config, works
 		Stderr: p.stderr,
 	}
 	go p.run(runCtx, sb, cmd)
+	out := &stdoutWatch{r: p.stdout}
 	return started{
-		transport: &sdk.IOTransport{Reader: p.stdout, Writer: inW},
+		transport: &sdk.IOTransport{Reader: out, Writer: inW},
 		release:   p.stop,
-		explain:   p.explain,
+		explain: func(err error, waitExit bool) error {
+			return explainEnd(err, out, p.stderr, p.done, waitExit, p.exitText)
+		},
 	}, nil
 }
 
@@ -157,19 +330,16 @@ func (p *sandboxProc) stop() {
 	})
 }
 
-// explain adds how the server ended, when it has, and its stderr.
-func (p *sandboxProc) explain(err error) error {
-	select {
-	case <-p.done:
-		switch {
-		case p.err != nil && !errors.Is(p.err, context.Canceled):
-			err = fmt.Errorf("%w (the sandbox could not run it: %v)", err, p.err)
-		case p.err == nil:
-			err = fmt.Errorf("%w (the server exited with status %d)", err, p.res.ExitCode)
-		}
+// exitText says how the server ended (once done is closed).
+func (p *sandboxProc) exitText() string {
+	switch {
+	case p.err != nil && !errors.Is(p.err, context.Canceled):
+		return "the sandbox could not run the server: " + p.err.Error()
+	case p.res.Signal != "":
+		return "the server was killed by " + p.res.Signal
 	default:
+		return fmt.Sprintf("the server exited with status %d", p.res.ExitCode)
 	}
-	return p.stderr.explain(err)
 }
 
 // remoteTransport reaches a remote server: streamable HTTP, or SSE for
@@ -188,7 +358,7 @@ func remoteTransport(cfg Config) started {
 	return started{
 		transport: t,
 		release:   base.CloseIdleConnections,
-		explain:   func(err error) error { return err },
+		explain:   func(err error, _ bool) error { return err },
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -213,10 +214,24 @@ func (d *doctor) checkCheckpoints(dataDir string) {
 	d.ok("checkpoints", "%s in %s (the last 50 turns or 7 days of each workspace)", formatBytes(n), dir)
 }
 
+// doctorMCPTimeout bounds each MCP server's start in doctor: a server
+// that has not answered by then is reported as hanging (sessions wait
+// mcp.DefaultTimeout for it, in the background).
+const doctorMCPTimeout = 10 * time.Second
+
+// doctorMCPProgress is how often doctor names the servers it still waits
+// for.
+const doctorMCPProgress = 3 * time.Second
+
 // checkMCP connects the configured MCP servers as a session would (the
-// project's stdio servers in the sandbox) and reports each one's tools or
-// why it is not available.
+// project's stdio servers in the sandbox), all at once, and reports each
+// one's tools or why it is not available as soon as it is known, naming
+// the servers it still waits for now and then.
 func (d *doctor) checkMCP(ctx context.Context, cfg config.Config, sc orchestrator.SandboxConfig, version string) {
+	d.checkMCPWithin(ctx, cfg, sc, version, doctorMCPTimeout, doctorMCPProgress)
+}
+
+func (d *doctor) checkMCPWithin(ctx context.Context, cfg config.Config, sc orchestrator.SandboxConfig, version string, timeout, every time.Duration) {
 	servers := mcp.Servers(cfg.MCPServers, cfg.ProjectMCPServers)
 	if len(servers) == 0 {
 		return
@@ -227,29 +242,65 @@ func (d *doctor) checkMCP(ctx context.Context, cfg config.Config, sc orchestrato
 		defer lazy.Close() // after the servers (defers run last first)
 		open = lazy.Get
 	}
-	m := mcp.Start(servers, mcp.Options{Workspace: sc.Workspace, Sandbox: open, Version: version})
-	defer m.Close()
-	if err := m.Wait(ctx); err != nil {
-		d.fail("mcp", err.Error(), "")
-		return
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		names[i] = termsafe.Name(s.Name)
 	}
-	for _, st := range m.Status() {
-		origin := "your config"
-		if st.Project {
-			origin = "the project's config"
-		}
-		switch {
-		case st.Ignored:
-			d.ok("mcp", "%s (%s): not started: %v", st.Name, origin, st.Err)
-		case st.Err != nil:
-			d.fail("mcp", fmt.Sprintf("%s (%s): %v", st.Name, origin, st.Err), "")
-		default:
-			where := "on the host"
-			if st.Where == mcp.WhereSandbox {
-				where = "in the sandbox"
+	fmt.Fprintf(d.out, "… %-9s connecting %d server(s) at once: %s\n", "mcp", len(servers), strings.Join(names, ", "))
+	var mu sync.Mutex // the reports come from the connecting goroutines
+	report := func(st mcp.ServerStatus) {
+		mu.Lock()
+		defer mu.Unlock()
+		d.reportMCP(st)
+	}
+	start := time.Now()
+	m := mcp.Start(servers, mcp.Options{Workspace: sc.Workspace, Sandbox: open, Version: version, Timeout: timeout, OnStatus: report})
+	defer m.Close()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.Done():
+			return
+		case <-ctx.Done():
+			mu.Lock()
+			d.fail("mcp", ctx.Err().Error(), "")
+			mu.Unlock()
+			return
+		case <-tick.C:
+			var waiting []string
+			for _, st := range m.Status() {
+				if st.Connecting {
+					waiting = append(waiting, termsafe.Name(st.Name))
+				}
 			}
-			d.ok("mcp", "%s (%s, %s %s): %d tools", st.Name, origin, st.Transport, where, len(st.Tools))
+			if len(waiting) > 0 {
+				mu.Lock()
+				fmt.Fprintf(d.out, "… %-9s still waiting for %s (%s of at most %s)\n", "mcp", strings.Join(waiting, ", "), time.Since(start).Round(time.Second), timeout)
+				mu.Unlock()
+			}
 		}
+	}
+}
+
+// reportMCP prints one server's outcome.
+func (d *doctor) reportMCP(st mcp.ServerStatus) {
+	st.Name = termsafe.Name(st.Name)
+	origin := "your config"
+	if st.Project {
+		origin = "the project's config"
+	}
+	switch {
+	case st.Ignored:
+		d.ok("mcp", "%s (%s): not started: %v", st.Name, origin, st.Err)
+	case st.Err != nil:
+		d.fail("mcp", fmt.Sprintf("%s (%s): %v", st.Name, origin, st.Err), "")
+	default:
+		where := "on the host"
+		if st.Where == mcp.WhereSandbox {
+			where = "in the sandbox"
+		}
+		d.ok("mcp", "%s (%s, %s %s): %d tools", st.Name, origin, st.Transport, where, len(st.Tools))
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -128,7 +130,7 @@ func TestDoctorMCP(t *testing.T) {
 	d.checkMCP(t.Context(), cfg, orchestrator.SandboxConfig{Settings: sandbox.Settings{NoSandbox: true}, Workspace: ws}, "test")
 	got := out.String()
 	for _, want := range []string{
-		"✓ mcp       echo (your config, stdio on the host): 6 tools",
+		"✓ mcp       echo (your config, stdio on the host): 10 tools",
 		"✗ mcp       broken (your config): ",
 		"✓ mcp       remote (the project's config): not started: remote servers in the project's config are ignored",
 		"✗ mcp       local (the project's config): ",
@@ -139,5 +141,45 @@ func TestDoctorMCP(t *testing.T) {
 	}
 	if !d.failed {
 		t.Error("a failed server should fail the doctor")
+	}
+}
+
+func TestDoctorMCPDoesNotStallOnAHangingServer(t *testing.T) {
+	t.Parallel()
+	command, env := mcptest.Command()
+	cfgOf := func(mode string) json.RawMessage {
+		e := map[string]string{}
+		for k, v := range env {
+			e[k] = v
+		}
+		if mode != "" {
+			e[mcptest.ModeEnv] = mode
+		}
+		b, err := json.Marshal(map[string]any{"command": command, "env": e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cfg := config.Config{MCPServers: map[string]json.RawMessage{"echo": cfgOf(""), "hang": cfgOf("hang"), "crash": cfgOf("crash")}}
+	var out bytes.Buffer
+	d := &doctor{out: &out}
+	start := time.Now()
+	d.checkMCPWithin(t.Context(), cfg, orchestrator.SandboxConfig{Settings: sandbox.Settings{NoSandbox: true}, Workspace: t.TempDir()}, "test", 2*time.Second, 500*time.Millisecond)
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("doctor took %s for a server that hangs (timeout 2s)", took)
+	}
+	got := out.String()
+	lines := strings.Split(got, "\n")
+	index := func(prefix string) int {
+		return slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, prefix) })
+	}
+	connecting := index("… mcp       connecting 3 server(s) at once: crash, echo, hang")
+	echo := index("✓ mcp       echo (your config, stdio on the host): 10 tools")
+	crash := index("✗ mcp       crash (your config): the server exited with status 3 before it answered; stderr: " + mcptest.CrashText)
+	waiting := index("… mcp       still waiting for hang (")
+	hang := index("✗ mcp       hang (your config): the server hangs: it started but did not answer the initialize request within 2s")
+	if connecting != 0 || echo < 0 || crash < 0 || waiting < 0 || hang < 0 || echo > hang || crash > hang || waiting > hang {
+		t.Errorf("output (connecting %d, echo %d, crash %d, waiting %d, hang %d):\n%s", connecting, echo, crash, waiting, hang, got)
 	}
 }

@@ -6,14 +6,24 @@
 // Its tools: echo returns its text; fail always reports an error result;
 // env returns an environment variable; pwd returns the working directory;
 // pid returns the process id; block waits until the call is cancelled.
+// The tools that ask the client, as the SDK's own example servers do, in
+// the middle of the call: roots lists the client's roots; sample asks the
+// client's model; elicit asks the user for a form. roots_mrtr asks for the
+// roots the newer way, by returning the question in its result (the
+// multi-round-trip form).
+//
+// ModeEnv makes Serve misbehave instead: crash, garbage or hang.
 package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,6 +44,31 @@ type envArgs struct {
 }
 
 type noArgs struct{}
+
+type sampleArgs struct {
+	Prompt string `json:"prompt" jsonschema:"what to ask the model"`
+	System string `json:"system,omitempty" jsonschema:"the system prompt"`
+}
+
+// ModeEnv, in the server's environment, makes Serve misbehave:
+//   - "crash": write CrashText to stderr and exit with status 3 at once;
+//   - "garbage": write GarbageLine to stdout, then serve;
+//   - "hang": read stdin and never answer.
+const ModeEnv = "SHIRO_MCPTEST_MODE"
+
+// What the misbehaving modes write.
+const (
+	CrashText   = "mcptest: cannot read its settings"
+	GarbageLine = "mcptest server listening on stdio"
+)
+
+// ElicitSchema is the form the elicit tool asks for.
+var ElicitSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"name":{"type":"string","description":"your name"},` +
+	`"age":{"type":"integer"},` +
+	`"color":{"type":"string","enum":["red","green"]},` +
+	`"agree":{"type":"boolean"}},` +
+	`"required":["name"]}`)
 
 // NewServer returns the test server.
 func NewServer() *mcp.Server {
@@ -67,11 +102,70 @@ func NewServer() *mcp.Server {
 			<-ctx.Done()
 			return nil, nil, ctx.Err()
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "Lists the client's roots."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return nil, nil, fmt.Errorf("listing roots failed: %v", err)
+			}
+			return text(rootsText(res)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "roots_mrtr", Description: "Lists the client's roots, asking in its result."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["roots"].(*mcp.ListRootsResult); ok {
+				return text(rootsText(r)), nil, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "Asks the client's model."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sampleArgs) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+				Messages:     []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}},
+				SystemPrompt: in.System,
+				MaxTokens:    200,
+			})
+			if err != nil {
+				return nil, nil, fmt.Errorf("sampling failed: %v", err)
+			}
+			t, _ := res.Content.(*mcp.TextContent)
+			if t == nil {
+				return nil, nil, fmt.Errorf("sampling answered %T", res.Content)
+			}
+			return text(fmt.Sprintf("model %s said: %s", res.Model, t.Text)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "elicit", Description: "Asks the user for a form."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "tell me about you", RequestedSchema: ElicitSchema})
+			if err != nil {
+				return nil, nil, fmt.Errorf("eliciting failed: %v", err)
+			}
+			b, _ := json.Marshal(res.Content)
+			return text(res.Action + " " + string(b)), nil, nil
+		})
 	return s
 }
 
-// Serve serves the test server on stdin and stdout until stdin closes.
+func rootsText(r *mcp.ListRootsResult) string {
+	var out []string
+	for _, root := range r.Roots {
+		out = append(out, root.Name+" "+root.URI)
+	}
+	return "roots: " + strings.Join(out, ", ")
+}
+
+// Serve serves the test server on stdin and stdout until stdin closes, or
+// misbehaves as ModeEnv says.
 func Serve(ctx context.Context) error {
+	switch os.Getenv(ModeEnv) {
+	case "crash":
+		fmt.Fprintln(os.Stderr, CrashText)
+		os.Exit(3)
+	case "garbage":
+		fmt.Println(GarbageLine)
+	case "hang":
+		_, err := io.Copy(io.Discard, os.Stdin)
+		return err
+	}
 	return NewServer().Run(ctx, &mcp.StdioTransport{})
 }
 
