@@ -560,7 +560,7 @@ func TestStreamCutAfterText(t *testing.T) {
 	if !errors.Is(err, llm.ErrNoFinish) {
 		t.Fatalf("error %v, want ErrNoFinish", err)
 	}
-	if text, n := deltas(evs, llm.EventText); text != "partial answer" || n != 3 || len(evs) != 3 {
+	if text, n := deltas(evs, llm.EventText); text != "partial answer" || n != 3 || len(evs) != 4 || evs[0].Type != llm.EventUsage {
 		t.Errorf("events before the error: %+v", evs)
 	}
 	if n := len(s.Requests()); n != 1 {
