@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/shiroagent/shiro/agent/llm"
@@ -306,6 +307,39 @@ func (a *Agent) Unsend(text string) bool {
 	return true
 }
 
+// The marks of a prompt the user interrupted before the model answered
+// it: a note added to the prompt, and an assistant message in place of
+// the answer, so that the next prompt is a message of its own (the
+// Anthropic API merges consecutive user messages) and is answered alone.
+const (
+	InterruptedPrompt = "[The user interrupted this request before it was answered.]"
+	InterruptedReply  = "[No answer: the user interrupted the request.]"
+)
+
+// markInterrupted marks the last message when it is the user's prompt
+// with no answer after it (the turn was aborted before the model
+// answered): see InterruptedPrompt.
+func (a *Agent) markInterrupted() {
+	a.mu.Lock()
+	n := len(a.messages)
+	if n == 0 || a.messages[n-1].Role != llm.RoleUser {
+		a.mu.Unlock()
+		return
+	}
+	last := a.messages[n-1]
+	for _, p := range last.Parts {
+		if p.Type != llm.PartText {
+			a.mu.Unlock()
+			return
+		}
+	}
+	marked := llm.Message{Role: llm.RoleUser, Parts: append(slices.Clip(last.Parts), llm.Part{Type: llm.PartText, Text: InterruptedPrompt})}
+	a.messages = append(a.messages[:n-1], marked)
+	a.size = jsonLen(a.messages)
+	a.mu.Unlock()
+	a.append(llm.Text(llm.RoleAssistant, InterruptedReply))
+}
+
 // EstimateTokens estimates the tokens of messages (JSON length / 4).
 func EstimateTokens(messages []llm.Message) int {
 	return (jsonLen(messages) + 2) / 4
@@ -400,6 +434,7 @@ func (a *Agent) Send(ctx context.Context, text string, emit func(Event)) error {
 		a.AddUsage(usage) // every billed request counts, however the turn ends
 		if err != nil {
 			if ctx.Err() != nil { // aborted: what was delivered stays delivered
+				a.markInterrupted()
 				emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
 				return nil
 			}
@@ -412,8 +447,12 @@ func (a *Agent) Send(ctx context.Context, text string, emit func(Event)) error {
 			emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
 			return nil
 		}
-		results := a.runCalls(ctx, calls, emit)
+		results, fatal := a.runCalls(ctx, calls, emit)
 		a.append(llm.Message{Role: llm.RoleTool, Parts: results})
+		if fatal != nil && ctx.Err() == nil { // the sandbox cannot open: the run fails
+			emit(Event{Type: EventError, Error: fatal.Error()})
+			return fatal
+		}
 		if ctx.Err() != nil {
 			emit(Event{Type: EventDone, InputTokens: turnUsage.InputTokens, OutputTokens: turnUsage.OutputTokens})
 			return nil
@@ -437,7 +476,9 @@ func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Us
 	req := llm.Request{System: system, Messages: wire, Tools: specs, MaxTokens: a.cfg.MaxTokens, Reasoning: reasoning}
 	var (
 		final    llm.Message
-		usage    llm.Usage
+		usage    llm.Usage // what the provider reported so far
+		received int       // characters streamed back
+		started  bool      // the provider answered (an event came)
 		finished bool
 	)
 	ctx = llm.WithRetryReport(ctx, func(r llm.Retry) {
@@ -445,20 +486,29 @@ func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Us
 	})
 	for ev, err := range a.Model().Stream(ctx, req) {
 		if err != nil {
-			return llm.Message{}, usage, err
+			return llm.Message{}, cutUsage(usage, req, received, started || ctx.Err() != nil), err
 		}
+		started = true
 		switch ev.Type {
 		case llm.EventText:
+			received += len(ev.Text)
 			emit(Event{Type: EventText, Text: ev.Text})
 		case llm.EventReasoning:
+			received += len(ev.Text)
 			emit(Event{Type: EventReasoning, Text: ev.Text})
 		case llm.EventToolStart:
+			received += len(ev.Call.Name)
 			emit(Event{Type: EventToolStart, ID: ev.Call.CallID, Name: ev.Call.Name})
+		case llm.EventToolCall:
+			received += len(ev.Call.Input)
+		case llm.EventUsage:
+			usage = ev.Usage
 		case llm.EventFinish:
 			final, usage, finished = ev.Message, ev.Usage, true
 		}
 	}
 	if !finished {
+		usage = cutUsage(usage, req, received, true)
 		if ctx.Err() != nil {
 			return llm.Message{}, usage, ctx.Err()
 		}
@@ -467,6 +517,30 @@ func (a *Agent) step(ctx context.Context, emit func(Event)) (llm.Message, llm.Us
 	final.Role = llm.RoleAssistant
 	sanitizeCalls(&final)
 	return final, usage, nil
+}
+
+// cutUsage is the usage of a request whose stream ended before the
+// provider's final count (an abort, a cut): what the provider reported,
+// and where it reported nothing (or less than was streamed back) an
+// estimate at four characters a token, marked Estimated. The provider
+// bills a request it started answering (billed), or one the user aborted
+// while it waited, so it is never counted as 0; a request the provider
+// refused (an error status before any event) costs nothing.
+func cutUsage(reported llm.Usage, req llm.Request, received int, billed bool) llm.Usage {
+	u := reported
+	if !billed {
+		return u
+	}
+	if u.InputTokens == 0 {
+		b, _ := json.Marshal(req.Tools)
+		u.InputTokens = (len(req.System) + len(b) + jsonLen(req.Messages) + 3) / 4
+		u.Estimated = true
+	}
+	if out := (received + 3) / 4; out > u.OutputTokens {
+		u.OutputTokens = out
+		u.Estimated = true
+	}
+	return u
 }
 
 // sanitizeCalls keeps the history serialisable: a tool call whose arguments

@@ -135,25 +135,54 @@ func (a *Agent) guard(ctx context.Context, call llm.Part, unattended bool) strin
 	return ""
 }
 
+// TurnEnder is a tool's Go error after which the turn cannot go on (the
+// sandbox could not be opened: every later command would fail the same
+// way). The turn ends with an error event naming it, rather than a tool
+// error the model is asked to work around.
+type TurnEnder interface {
+	error
+	EndsTurn() bool
+}
+
+// endsTurn returns the TurnEnder in err's chain, if any.
+func endsTurn(err error) error {
+	var te TurnEnder
+	if errors.As(err, &te) && te.EndsTurn() {
+		return err
+	}
+	return nil
+}
+
 // runCalls decides and runs the step's tool calls in order and returns
-// their result parts.
-func (a *Agent) runCalls(ctx context.Context, calls []llm.Part, emit func(Event)) []llm.Part {
+// their result parts; fatal is the error of a call that ends the turn
+// (see TurnEnder), after which the step's other calls do not run.
+func (a *Agent) runCalls(ctx context.Context, calls []llm.Part, emit func(Event)) (results []llm.Part, fatal error) {
 	tools := map[string]Tool{}
 	for _, t := range a.offered() {
 		tools[t.Name()] = t
 	}
-	results := make([]llm.Part, 0, len(calls))
+	results = make([]llm.Part, 0, len(calls))
 	for _, call := range calls {
-		res := a.runCall(ctx, tools, call, emit)
+		var res Result
+		if fatal != nil {
+			res = Result{Output: "The turn ended before this call ran.", IsError: true}
+		} else {
+			res, fatal = a.runCall(ctx, tools, call, emit)
+		}
 		results = append(results, llm.Part{Type: llm.PartToolResult, CallID: call.CallID, Name: call.Name, Output: res.Output, IsError: res.IsError})
 	}
-	return results
+	return results, fatal
 }
 
-func (a *Agent) runCall(ctx context.Context, tools map[string]Tool, call llm.Part, emit func(Event)) Result {
-	fail := func(msg string) Result {
+func (a *Agent) runCall(ctx context.Context, tools map[string]Tool, call llm.Part, emit func(Event)) (Result, error) {
+	res, err := a.runOne(ctx, tools, call, emit)
+	return res, endsTurn(err)
+}
+
+func (a *Agent) runOne(ctx context.Context, tools map[string]Tool, call llm.Part, emit func(Event)) (Result, error) {
+	fail := func(msg string) (Result, error) {
 		emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Error: msg})
-		return Result{Output: msg, IsError: true}
+		return Result{Output: msg, IsError: true}, nil
 	}
 	if ctx.Err() != nil {
 		return fail("The turn was aborted before this call ran.")
@@ -174,7 +203,7 @@ func (a *Agent) runCall(ctx context.Context, tools map[string]Tool, call llm.Par
 		input = json.RawMessage("{}")
 	}
 	if run, reason := a.decide(ctx, t, call, emit); !run {
-		return Result{Output: reason, IsError: true}
+		return Result{Output: reason, IsError: true}, nil
 	}
 	emit(Event{Type: EventToolCall, ID: call.CallID, Name: call.Name, Input: input})
 
@@ -193,14 +222,15 @@ func (a *Agent) runCall(ctx context.Context, tools map[string]Tool, call llm.Par
 		emit(Event{Type: EventToolOutput, ID: call.CallID, Name: call.Name, Chunk: chunk})
 	})
 	if err != nil {
-		return fail(fmt.Sprintf("%s failed: %v", call.Name, err))
+		r, _ := fail(fmt.Sprintf("%s failed: %v", call.Name, err))
+		return r, err
 	}
 	if res.IsError {
 		emit(Event{Type: EventToolError, ID: call.CallID, Name: call.Name, Error: res.Output, Exit: res.Exit})
-		return res
+		return res, nil
 	}
 	emit(Event{Type: EventToolResult, ID: call.CallID, Name: call.Name, Output: res.Output, Exit: res.Exit})
-	return res
+	return res, nil
 }
 
 func truncateForError(s string) string {

@@ -38,6 +38,10 @@ type book struct {
 	priorNetwork []egress.Record
 	saver        *store.Saver
 	usage        Usage
+	// run is what this process spent, over every record it kept, and
+	// requests the number of requests it made.
+	run      Usage
+	requests int
 }
 
 func newBook(st *store.Store, rec store.Record, onError func(error), todos func() json.RawMessage, network func() []egress.Record) *book {
@@ -64,7 +68,7 @@ func (b *book) switchTo(rec store.Record) error {
 	defer b.mu.Unlock()
 	b.rec = rec
 	b.priorNetwork = rec.Network
-	b.usage = Usage{Usage: llm.Usage{InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens}}
+	b.usage = Usage{Usage: llm.Usage{InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens, Estimated: rec.TokensEstimated}}
 	if rec.CostUSD != nil {
 		b.usage.CostUSD = *rec.CostUSD
 	} else if rec.InputTokens+rec.OutputTokens > 0 {
@@ -81,10 +85,13 @@ func (b *book) switchTo(rec store.Record) error {
 func (b *book) add(model string, u llm.Usage) Usage {
 	b.mu.Lock()
 	b.usage.Usage = b.usage.Usage.Add(u)
+	b.run.Usage = b.run.Usage.Add(u)
+	b.requests++
 	if usd, ok := Cost(model, u); ok {
 		b.usage.CostUSD += usd
+		b.run.CostUSD += usd
 	} else {
-		b.usage.Unpriced = true
+		b.usage.Unpriced, b.run.Unpriced = true, true
 	}
 	total := b.usage
 	b.mu.Unlock()
@@ -121,7 +128,7 @@ func (b *book) save(msgs []llm.Message, set bool) {
 // current is the record with the ledger's totals; b.mu is held.
 func (b *book) current() store.Record {
 	rec := b.rec
-	rec.InputTokens, rec.OutputTokens = b.usage.InputTokens, b.usage.OutputTokens
+	rec.InputTokens, rec.OutputTokens, rec.TokensEstimated = b.usage.InputTokens, b.usage.OutputTokens, b.usage.Estimated
 	rec.CostUSD = nil
 	if !b.usage.Unpriced {
 		usd := b.usage.CostUSD
@@ -143,6 +150,20 @@ func (b *book) setImage(ref, digest string) {
 	b.rec.Image, b.rec.ImageDigest = ref, digest
 	b.mu.Unlock()
 	b.save(nil, false)
+}
+
+// spent is what this process spent and the number of its requests.
+func (b *book) spent() (Usage, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.run, b.requests
+}
+
+// snapshot is the current record (its messages those last saved).
+func (b *book) snapshot() store.Record {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.current()
 }
 
 func (b *book) flush() error {

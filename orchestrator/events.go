@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"time"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
@@ -85,6 +86,41 @@ type ImageMovedEvent struct{ sandbox.TagMove }
 // job's own end.
 type JobEvent struct{ jobs.Event }
 
+// StartEvent describes the session as a run begins, before its first
+// turn (headless --json: the "session" line), from the goroutine calling
+// Session.Announce.
+type StartEvent struct {
+	// SessionID is the record's id (what -r takes).
+	SessionID string
+	Model     llm.ModelInfo
+	Workspace string
+	// Sandbox is the sandbox as configured (its kind, its image); the
+	// image's digest is set when it is known before the first command
+	// (a resumed session's record, an image given by digest).
+	Sandbox sandbox.Info
+}
+
+// ResultEvent sums up a run as it ends (headless --json: the "result"
+// line), from the goroutine calling Session.Report.
+type ResultEvent struct {
+	SessionID string
+	// Usage is what this run spent (not the resumed session's earlier
+	// runs): every request's tokens, aborted ones included, and their
+	// price.
+	Usage Usage
+	// Turns counts the prompts this run sent, Requests the model requests
+	// it made (steps, compaction, subagents).
+	Turns, Requests int
+	Duration        time.Duration
+	// ExitStatus is the process's exit status.
+	ExitStatus int
+	// Sandbox is the sandbox as it ran: with the image's digest once it
+	// was opened.
+	Sandbox sandbox.Info
+}
+
+func (StartEvent) sessionEvent()      {}
+func (ResultEvent) sessionEvent()     {}
 func (TurnEvent) sessionEvent()       {}
 func (JobEvent) sessionEvent()        {}
 func (ImageMovedEvent) sessionEvent() {}
@@ -110,6 +146,38 @@ type Asker interface {
 	// AskHost decides a connection no rule decides (ask mode), from the
 	// egress proxy's goroutine.
 	AskHost(ctx context.Context, req egress.Request) egress.Answer
+}
+
+// Announce publishes the StartEvent of a run, and starts its clock.
+func (s *Session) Announce() {
+	s.mu.Lock()
+	s.runStart = time.Now()
+	s.mu.Unlock()
+	info := s.sandbox.Info()
+	saved := s.book.snapshot()
+	if info.ImageDigest == "" && saved.Image == info.Image {
+		info.ImageDigest = saved.ImageDigest
+	}
+	s.publish(StartEvent{SessionID: saved.ID, Model: s.agent.Model().Info(), Workspace: s.ws, Sandbox: info})
+}
+
+// Report publishes the ResultEvent of a run that ends with exitStatus.
+func (s *Session) Report(exitStatus int) {
+	s.mu.Lock()
+	start, turns := s.runStart, s.turns
+	s.mu.Unlock()
+	var took time.Duration
+	if !start.IsZero() {
+		took = time.Since(start)
+	}
+	run, requests := s.book.spent()
+	info := s.sandbox.Info()
+	if info.ImageDigest == "" {
+		if rec := s.book.snapshot(); rec.Image == info.Image {
+			info.ImageDigest = rec.ImageDigest
+		}
+	}
+	s.publish(ResultEvent{SessionID: s.Saved().ID, Usage: run, Turns: turns, Requests: requests, Duration: took, ExitStatus: exitStatus, Sandbox: info})
 }
 
 // publish hands e to the session's sink (nil drops it).

@@ -32,6 +32,10 @@ type Lazy struct {
 	mu     sync.Mutex
 	sb     sandbox.Sandbox
 	closed bool
+	// failed is the error of the open that failed (not for a cancelled
+	// caller): every later use returns it rather than trying again, so a
+	// run without an engine fails once, not once per command.
+	failed error
 	// opening is set while a caller opens; it is closed when that open
 	// has ended, its sandbox kept or closed.
 	opening chan struct{}
@@ -65,7 +69,7 @@ func (l *Lazy) Reopen(pull bool) error {
 	}
 	l.mu.Lock()
 	sb := l.sb
-	l.sb = nil
+	l.sb, l.failed = nil, nil
 	l.mu.Unlock()
 	if sb == nil {
 		return nil
@@ -73,9 +77,25 @@ func (l *Lazy) Reopen(pull bool) error {
 	return sb.Close()
 }
 
+// OpenError is the failure to open the sandbox: a run that needs it cannot
+// go on (the agent ends the turn on it, see agent.TurnEnder), and it is
+// tried once.
+type OpenError struct{ Err error }
+
+func (e *OpenError) Error() string {
+	return fmt.Sprintf("the sandbox could not be opened, so no command can run: %v", e.Err)
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// EndsTurn implements agent.TurnEnder.
+func (e *OpenError) EndsTurn() bool { return true }
+
 // Get opens the sandbox if needed and returns it. While another caller
-// opens, Get waits for that open (or for ctx); when that open failed, it
-// tries again itself.
+// opens, Get waits for that open (or for ctx). An open that failed is an
+// *OpenError, returned again to every later caller without trying again
+// (until Reopen); an open cut short by its caller's ctx is tried again by
+// the next.
 func (l *Lazy) Get(ctx context.Context) (sandbox.Sandbox, error) {
 	for {
 		l.mu.Lock()
@@ -87,6 +107,10 @@ func (l *Lazy) Get(ctx context.Context) (sandbox.Sandbox, error) {
 			sb := l.sb
 			l.mu.Unlock()
 			return sb, nil
+		case l.failed != nil:
+			err := l.failed
+			l.mu.Unlock()
+			return nil, err
 		case l.opening != nil:
 			wait := l.opening
 			l.mu.Unlock()
@@ -119,6 +143,10 @@ func (l *Lazy) openOnce(ctx context.Context, done chan struct{}) (sandbox.Sandbo
 	closed := l.closed
 	if err == nil && !closed {
 		l.sb = sb
+	}
+	if err != nil && ctx.Err() == nil && !closed {
+		err = &OpenError{Err: err}
+		l.failed = err
 	}
 	l.mu.Unlock()
 	switch {

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -137,22 +138,50 @@ func TestLazyCloseDuringOpen(t *testing.T) {
 	}
 }
 
-// TestLazyOpensAgainAfterAFailure: a failed open is not kept; the next
-// caller opens again.
-func TestLazyOpensAgainAfterAFailure(t *testing.T) {
+// TestLazyTriesTheOpenOnce: a failed open is kept, an *OpenError that
+// ends the turn, and every later caller gets it without a second open
+// (issue 33: a run without an engine retried on every command); Reopen
+// forgets it, and an open its caller cancelled is tried again.
+func TestLazyTriesTheOpenOnce(t *testing.T) {
 	release := make(chan struct{})
 	close(release)
 	var fail atomic.Bool
 	fail.Store(true)
 	l, sb, opens := blockingLazy(release, &fail)
-	if _, err := l.Get(t.Context()); err == nil {
-		t.Fatal("the failing open succeeded")
+	_, err := l.Get(t.Context())
+	var oe *OpenError
+	if !errors.As(err, &oe) || !oe.EndsTurn() || !strings.Contains(err.Error(), "no engine") {
+		t.Fatalf("the failing open: %v", err)
 	}
 	fail.Store(false)
-	if got, err := l.Get(t.Context()); err != nil || got != sandbox.Sandbox(sb) {
-		t.Fatalf("the second open: %v %v", got, err)
+	if _, err2 := l.Get(t.Context()); err2 != err {
+		t.Fatalf("the second use: %v, want the first error", err2)
 	}
-	if n := opens.Load(); n != 2 {
+	if _, err := l.Run(t.Context(), sandbox.Command{Shell: "true"}); !errors.As(err, &oe) {
+		t.Fatalf("Run after the failure: %v", err)
+	}
+	if n := opens.Load(); n != 1 {
+		t.Errorf("%d opens, want 1", n)
+	}
+	if err := l.Reopen(false); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Get(t.Context()); err != nil || got != sandbox.Sandbox(sb) {
+		t.Fatalf("after Reopen: %v %v", got, err)
+	}
+
+	hold := make(chan struct{})
+	l2, sb2, opens2 := blockingLazy(hold, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := l2.Get(ctx); !errors.Is(err, context.Canceled) || errors.As(err, &oe) {
+		t.Fatalf("a cancelled open: %v", err)
+	}
+	close(hold)
+	if got, err := l2.Get(t.Context()); err != nil || got != sandbox.Sandbox(sb2) {
+		t.Fatalf("after a cancelled open: %v %v", got, err)
+	}
+	if n := opens2.Load(); n != 2 {
 		t.Errorf("%d opens, want 2", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
@@ -95,7 +96,7 @@ type SessionOptions struct {
 
 // Session is one conversation with its workspace, sandbox and tools.
 type Session struct {
-	mu       sync.Mutex // guards variant
+	mu       sync.Mutex // guards variant, runStart, turns
 	ws       string
 	root     *os.Root
 	gate     *hostwrite.Gate      // every write into the workspace
@@ -123,6 +124,10 @@ type Session struct {
 	// session's own cap (a variant's replaces it).
 	variant  agent.Variant
 	maxSteps int
+	// runStart is when Announce started the run's clock, turns the
+	// prompts Send took since.
+	runStart time.Time
+	turns    int
 	// netMu guards network, the connections the sandbox made (ask mode).
 	netMu   sync.Mutex
 	network []egress.Record
@@ -540,6 +545,9 @@ func (s *Session) Workspace() string { return s.ws }
 // checkpoint that fails is reported as a notice and the turn goes on.
 func (s *Session) Send(ctx context.Context, prompt string) error {
 	emit := func(e agent.Event) { s.publish(TurnEvent{e}) }
+	s.mu.Lock()
+	s.turns++
+	s.mu.Unlock()
 	s.awaitMCP(ctx)
 	if s.copy != nil {
 		notice := func(n string) { emit(agent.Event{Type: agent.EventNotice, Text: n}) }

@@ -110,11 +110,15 @@ type Request struct {
 type Usage struct {
 	InputTokens  int `json:"inputTokens"`
 	OutputTokens int `json:"outputTokens"`
+	// Estimated says some of the counts are shiro's estimate, not the
+	// provider's: a request cut (an abort, a broken stream) before the
+	// provider reported them.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Add returns the sum.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens}
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens, Estimated: u.Estimated || v.Estimated}
 }
 
 // EventType says what an Event carries.
@@ -131,6 +135,11 @@ const (
 	EventToolStart EventType = "tool_start"
 	// EventToolCall is a complete tool call.
 	EventToolCall EventType = "tool_call"
+	// EventUsage carries the usage the provider reported before the end
+	// (Anthropic's message_start: the input tokens), so that a stream
+	// cut later still counts what it billed. Usage is the whole request's
+	// so far, not a delta.
+	EventUsage EventType = "usage"
 	// EventFinish ends the stream: the whole assistant message as the
 	// provider needs it sent back, the usage and the stop reason.
 	EventFinish EventType = "finish"
@@ -144,7 +153,8 @@ type Event struct {
 	// Call is the tool call of tool_start (CallID and Name only) and
 	// tool_call events.
 	Call Part
-	// Message, Usage and StopReason come with the finish event.
+	// Message, Usage and StopReason come with the finish event (Usage
+	// with a usage event too).
 	Message    Message
 	Usage      Usage
 	StopReason string

@@ -42,6 +42,9 @@ type Record struct {
 	// CostUSD is what every request of the session cost, when its models
 	// are priced.
 	CostUSD *float64 `json:"costUsd,omitempty"`
+	// TokensEstimated says the token counts hold shiro's estimate of
+	// requests cut before the provider counted them (aborts, cuts).
+	TokensEstimated bool `json:"tokensEstimated,omitempty"`
 	// MessageCount is the number of messages of a listed record (List
 	// leaves Messages out); it is not saved.
 	MessageCount int `json:"-"`

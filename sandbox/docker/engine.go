@@ -128,7 +128,7 @@ func (e *UnreachableError) Error() string {
 	if dh == "" {
 		dh = "unset, so " + e.Host
 	}
-	return fmt.Sprintf("cannot reach the Docker engine (DOCKER_HOST=%s): %v. Start Docker or point DOCKER_HOST (or a docker context) at a running engine, or run with --no-sandbox to use the host instead.", dh, e.Err)
+	return fmt.Sprintf("cannot reach the Docker engine (DOCKER_HOST=%s): %v. Start Docker or point DOCKER_HOST (or a docker context) at a running engine, or, only in a repository you trust, run with --no-sandbox: it gives up the isolation, so commands (and anything the repository makes them run) run on this machine as you.", dh, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() []error { return []error{ErrEngineUnreachable, e.Err} }

@@ -237,7 +237,10 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, yie
 		if !ok {
 			continue
 		}
-		res.yielded = true
+		// A usage event says what was billed so far, not a part of the
+		// answer: a stream cut after it and before any content is still
+		// one that may be sent again (whose usage event replaces it).
+		res.yielded = res.yielded || ev.Type != llm.EventUsage
 		if !yield(ev, nil) {
 			res.stopped = true
 			return res

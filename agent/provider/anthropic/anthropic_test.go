@@ -177,8 +177,10 @@ func TestReasoningSignatureRoundTrip(t *testing.T) {
 	if r, n := deltas(evs, llm.EventReasoning); r != "the user wants a greeting" || n != 3 {
 		t.Errorf("reasoning %q in %d deltas", r, n)
 	}
-	if evs[0].Type != llm.EventReasoning {
-		t.Errorf("first event %s, want reasoning", evs[0].Type)
+	// The usage of message_start comes first (the input is billed from
+	// there, whatever happens to the stream), then the reasoning.
+	if evs[0].Type != llm.EventUsage || evs[1].Type != llm.EventReasoning {
+		t.Errorf("first events %s, %s, want usage, reasoning", evs[0].Type, evs[1].Type)
 	}
 	fin := finish(t, evs)
 	sig := fakemodel.AnthropicSignature("the user wants a greeting")
@@ -558,7 +560,7 @@ func TestStreamCutAfterText(t *testing.T) {
 	if !errors.Is(err, llm.ErrNoFinish) {
 		t.Fatalf("error %v, want ErrNoFinish", err)
 	}
-	if text, n := deltas(evs, llm.EventText); text != "partial answer" || n != 3 || len(evs) != 3 {
+	if text, n := deltas(evs, llm.EventText); text != "partial answer" || n != 3 || len(evs) != 4 || evs[0].Type != llm.EventUsage {
 		t.Errorf("events before the error: %+v", evs)
 	}
 	if n := len(s.Requests()); n != 1 {
@@ -777,5 +779,17 @@ func TestAdaptiveThinking(t *testing.T) {
 			jsonEqual(t, b["thinking"], tt.thinking)
 			jsonEqual(t, b["output_config"], `{"effort":"`+tt.effort+`"}`)
 		})
+	}
+}
+
+// TestACutStreamReportsTheInputItWasBilled: message_start's usage comes
+// as a usage event, so a stream cut before message_delta still counts
+// the input tokens the API billed.
+func TestACutStreamReportsTheInputItWasBilled(t *testing.T) {
+	t.Parallel()
+	s := fakemodel.New(t, fakemodel.Reply{Text: "partial", CutAfterText: true, InputTokens: 321, OutputTokens: 5})
+	evs, _ := collect(newModel(t, s).Stream(t.Context(), llm.Request{Messages: []llm.Message{llm.Text(llm.RoleUser, "hi")}}))
+	if len(evs) == 0 || evs[0].Type != llm.EventUsage || evs[0].Usage.InputTokens != 321 {
+		t.Errorf("events %+v", evs)
 	}
 }

@@ -37,6 +37,9 @@ func (a *accumulator) add(ev sdk.MessageStreamEventUnion) (llm.Event, bool, erro
 	case "message_start":
 		a.usage = ev.Message.Usage
 		a.outTokens = ev.Message.Usage.OutputTokens
+		// The input is billed from here on: say so now, for a stream
+		// that is cut before message_delta.
+		return llm.Event{Type: llm.EventUsage, Usage: a.totalUsage()}, true, nil
 	case "message_delta":
 		a.stopReason = string(ev.Delta.StopReason)
 		// Usage here is cumulative for the whole message.

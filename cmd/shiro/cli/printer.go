@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/shiroagent/shiro/agent"
@@ -12,6 +14,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/checkpoint"
 	"github.com/shiroagent/shiro/orchestrator/workcopy"
+	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/sandbox/egress"
 	"github.com/shiroagent/shiro/tools/jobs"
 )
@@ -35,10 +38,30 @@ type headlessPrinter struct {
 	// turning is set once it came.
 	held    []string
 	turning bool
+	// version is shiro's, for the session line.
+	version string
+	// holdText keeps the assistant's text off stdout (--output-schema:
+	// stdout gets the checked answer alone, see answer); output is that
+	// answer, for the result line.
+	holdText bool
+	output   json.RawMessage
+}
+
+// answer prints the final answer --output-schema checked: on stdout in
+// text, in the result line in JSON.
+func (p *headlessPrinter) answer(v json.RawMessage) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.output = v
+	if !p.asJSON {
+		fmt.Fprintf(p.out, "%s\n", v)
+	}
 }
 
 func newHeadlessPrinter(out, errOut io.Writer, asJSON bool) *headlessPrinter {
-	return &headlessPrinter{out: out, errOut: errOut, asJSON: asJSON, enc: json.NewEncoder(termsafe.JSON(out)), inputs: map[string]json.RawMessage{}, shown: map[string]bool{}}
+	enc := json.NewEncoder(termsafe.JSON(out))
+	enc.SetEscapeHTML(false) // a script reads "a > b && c", as the model wrote it
+	return &headlessPrinter{out: out, errOut: errOut, asJSON: asJSON, enc: enc, inputs: map[string]json.RawMessage{}, shown: map[string]bool{}}
 }
 
 // network prints one connection of the sandbox: a "network" JSON event,
@@ -95,7 +118,68 @@ func (p *headlessPrinter) sessionEvent(e orchestrator.Event) {
 		p.network(e.Record)
 	case orchestrator.JobEvent:
 		p.job(e.Event)
+	case orchestrator.StartEvent:
+		p.start(e)
+	case orchestrator.ResultEvent:
+		p.result(e)
 	}
+}
+
+// jsonSandbox is the sandbox of the session and result lines.
+type jsonSandbox struct {
+	Kind        string `json:"kind"`
+	Image       string `json:"image,omitempty"`
+	ImageDigest string `json:"imageDigest,omitempty"`
+}
+
+func sandboxJSON(i sandbox.Info) jsonSandbox {
+	return jsonSandbox{Kind: i.Kind, Image: i.Image, ImageDigest: i.ImageDigest}
+}
+
+// start prints the run's "session" line (--json; nothing in text).
+func (p *headlessPrinter) start(e orchestrator.StartEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.asJSON {
+		return
+	}
+	_ = p.enc.Encode(struct {
+		Type      string      `json:"type"`
+		SessionID string      `json:"sessionId"`
+		Version   string      `json:"version"`
+		Model     string      `json:"model"`
+		Provider  string      `json:"provider"`
+		Workspace string      `json:"workspace"`
+		Sandbox   jsonSandbox `json:"sandbox"`
+	}{"session", e.SessionID, p.version, e.Model.Model, e.Model.Provider, e.Workspace, sandboxJSON(e.Sandbox)})
+}
+
+// result prints the run's "result" line (--json; nothing in text).
+func (p *headlessPrinter) result(e orchestrator.ResultEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.asJSON {
+		return
+	}
+	var cost *float64
+	if !e.Usage.Unpriced {
+		usd := e.Usage.CostUSD
+		cost = &usd
+	}
+	_ = p.enc.Encode(struct {
+		Type            string          `json:"type"`
+		SessionID       string          `json:"sessionId"`
+		ExitStatus      int             `json:"exitStatus"`
+		DurationMs      int64           `json:"durationMs"`
+		Turns           int             `json:"turns"`
+		Requests        int             `json:"requests"`
+		InputTokens     int             `json:"inputTokens"`
+		OutputTokens    int             `json:"outputTokens"`
+		TokensEstimated bool            `json:"tokensEstimated,omitempty"`
+		CostUSD         *float64        `json:"costUsd"`
+		Sandbox         jsonSandbox     `json:"sandbox"`
+		Output          json.RawMessage `json:"output,omitempty"`
+	}{"result", e.SessionID, e.ExitStatus, e.Duration.Milliseconds(), e.Turns, e.Requests, e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.Estimated, cost, sandboxJSON(e.Sandbox), p.output})
 }
 
 // job prints a background job's start and end: a "job" JSON event each,
@@ -139,17 +223,21 @@ func (p *headlessPrinter) event(e agent.Event) {
 		_ = p.enc.Encode(e)
 		return
 	}
+	if e.Type != agent.EventText && e.Type != agent.EventReasoning && e.Type != agent.EventDone {
+		p.endBlock()
+	}
 	switch e.Type {
 	case agent.EventText:
-		fmt.Fprint(p.out, e.Text)
-		p.midLine = e.Text != "" && e.Text[len(e.Text)-1] != '\n'
+		if e.Text != "" && !p.holdText {
+			fmt.Fprint(p.out, e.Text)
+			p.midLine = e.Text[len(e.Text)-1] != '\n'
+		}
 	case agent.EventToolCall:
 		p.toolLine(e)
 	case agent.EventToolDenied:
-		// A denied call never ran: its [tool] line comes now. The reason
-		// of a guard's refusal was the notice before.
+		// A denied call never ran: its [tool] line comes now.
 		p.toolLine(e)
-		fmt.Fprintf(p.errOut, "[denied] %s (run with --yolo to allow tool use in headless mode)\n", e.Name)
+		fmt.Fprintf(p.errOut, "[denied] %s (%s)\n", e.Name, deniedWhy(e.Reason))
 	case agent.EventToolError:
 		p.toolLine(e) // a call that failed its check before it ran
 		fmt.Fprintf(p.errOut, "[tool-error] %s: %s\n", e.Name, e.Error)
@@ -162,9 +250,36 @@ func (p *headlessPrinter) event(e agent.Event) {
 	case agent.EventError:
 		fmt.Fprintf(p.errOut, "[error] %s\n", e.Error)
 	case agent.EventDone:
+		if !p.holdText {
+			fmt.Fprintln(p.out)
+		}
+		p.midLine = false
+	}
+}
+
+// endBlock ends the assistant's text block on stdout with a line break
+// when it stopped mid-line: the next block, and the stderr lines between
+// (which share the terminal), start on a line of their own.
+func (p *headlessPrinter) endBlock() {
+	if p.midLine {
 		fmt.Fprintln(p.out)
 		p.midLine = false
 	}
+}
+
+// deniedWhy is the reason of a [denied] line: the --yolo hint when no one
+// could approve the call, else who refused it and why (a guard).
+func deniedWhy(reason string) string {
+	switch {
+	case reason == agent.NoApprover || reason == "":
+		return "run with --yolo to allow tool use in headless mode"
+	case strings.HasPrefix(reason, "Blocked by the "):
+		who, why, ok := strings.Cut(strings.TrimPrefix(reason, "Blocked by the "), ": ")
+		if ok {
+			return fmt.Sprintf("refused by the %s, not an approval: %s; --yolo does not change it", who, why)
+		}
+	}
+	return termsafe.Name(reason)
 }
 
 // toolLine prints a call's "[tool] name input" line, once per call.
@@ -183,8 +298,12 @@ func compactJSON(raw json.RawMessage) string {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return termsafe.Name(string(raw))
 	}
-	b, _ := json.Marshal(v)
-	return string(termsafe.EscapeJSON(b))
+	// The command as written: no HTML escaping of <, > and &.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return string(termsafe.EscapeJSON(bytes.TrimSuffix(b.Bytes(), []byte("\n"))))
 }
 
 // copyChanges reports the sandbox's changes at the end of a copy-mode

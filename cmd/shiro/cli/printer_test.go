@@ -40,7 +40,7 @@ func TestHeadlessPrinterStderr(t *testing.T) {
 [denied] write_file (run with --yolo to allow tool use in headless mode)
 [notice] ` + guard + `
 [tool] bash {"command":"rm -rf /"}
-[denied] bash (run with --yolo to allow tool use in headless mode)
+[denied] bash (refused by the guard plugin, not an approval: refusing "rm -rf /" (recursive or forced rm). Ask the user to run it themselves if it is really needed.; --yolo does not change it)
 [tool] bash {"command":"make"}
 [tool-error] bash: make: *** no rule
 line two
@@ -51,6 +51,37 @@ line three
 	}
 	if out.String() != "ok\n" {
 		t.Errorf("stdout %q", out.String())
+	}
+}
+
+// TestHeadlessPrinterToolLineAndBlocks: the [tool] line shows the command
+// as written (no HTML escaping), and each text block of the assistant ends
+// its line before a [tool] line or the next block.
+func TestHeadlessPrinterToolLineAndBlocks(t *testing.T) {
+	var out, errOut strings.Builder
+	p := newHeadlessPrinter(&out, &errOut, false)
+	for _, e := range []agent.Event{
+		{Type: agent.EventText, Text: "first "},
+		{Type: agent.EventText, Text: "block."},
+		{Type: agent.EventToolStart, ID: "c1", Name: "bash"},
+		{Type: agent.EventToolCall, ID: "c1", Name: "bash", Input: json.RawMessage(`{"command":"echo a > /dev/null && echo '<b>'"}`)},
+		{Type: agent.EventToolResult, ID: "c1", Name: "bash", Output: "<b>"},
+		{Type: agent.EventText, Text: "second block."},
+		{Type: agent.EventDone},
+	} {
+		p.event(e)
+	}
+	if want := `[tool] bash {"command":"echo a > /dev/null && echo '<b>'"}` + "\n"; errOut.String() != want {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+	if want := "first block.\nsecond block.\n"; out.String() != want {
+		t.Errorf("stdout %q, want %q", out.String(), want)
+	}
+	var js strings.Builder
+	pj := newHeadlessPrinter(&js, &errOut, true)
+	pj.event(agent.Event{Type: agent.EventToolCall, ID: "c1", Name: "bash", Input: json.RawMessage(`{"command":"a > b && c"}`)})
+	if !strings.Contains(js.String(), `"input":{"command":"a > b && c"}`) {
+		t.Errorf("--json escapes the command: %s", js.String())
 	}
 }
 

@@ -400,6 +400,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	fl := cmd.Flags()
 	fl.BoolVarP(&opts.Print, "print", "p", false, "run headless: the prompt from the argument or piped stdin")
 	fl.BoolVar(&opts.JSON, "json", false, "with -p: print every event as one JSON line")
+	fl.StringVar(&opts.OutputSchema, "output-schema", "", "with -p: the final answer must be one JSON value valid against the JSON Schema in FILE (else exit 1)")
 	fl.BoolVarP(&opts.Continue, "continue", "c", false, "continue the newest session of this directory")
 	fl.StringVarP(&opts.Resume, "resume", "r", "", "resume a session by id or unique prefix")
 	fl.StringVar(&opts.Worktree, "worktree", "", "run as the worktree agent NAME: in its own worktree of this repository on the branch shiro/NAME, with its own sandbox (made or reused; -c continues its session)")

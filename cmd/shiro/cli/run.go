@@ -11,6 +11,7 @@ import (
 	"github.com/moby/term"
 	"github.com/spf13/cobra"
 
+	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
@@ -45,6 +46,9 @@ type RunOptions struct {
 	Apply bool
 	// Parallel are --parallel N and --check (parallel.go).
 	Parallel ParallelOptions
+	// OutputSchema is the JSON Schema file the final answer of a headless
+	// run must satisfy (--output-schema).
+	OutputSchema string
 }
 
 func runRoot(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
@@ -60,6 +64,9 @@ func runRoot(cmd *cobra.Command, f *Factory, opts *RunOptions) error {
 		}
 		if opts.Apply {
 			return usagef("--apply needs -p (in the chat UI, /apply applies the sandbox's changes)")
+		}
+		if opts.OutputSchema != "" {
+			return usagef("--output-schema needs -p")
 		}
 		return runTUI(cmd.Context(), f, opts)
 	}
@@ -102,6 +109,13 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	var schema *outputSchema
+	if opts.OutputSchema != "" {
+		if schema, err = loadOutputSchema(opts.OutputSchema); err != nil {
+			return &ExitError{Code: 1, Err: err}
+		}
+		prompt = schema.prompt(prompt)
+	}
 	st := &store.Store{Dir: paths.SessionsDir()}
 	rec, err := resumeRecord(st, sw, opts)
 	if err != nil {
@@ -114,6 +128,8 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 		fmt.Fprintln(f.ErrOut, "shiro: headless without --yolo: write_file, edit_file, multi_edit, bash and MCP tools will be denied.")
 	}
 	printer := newHeadlessPrinter(f.Out, f.ErrOut, opts.JSON)
+	printer.version = f.Version
+	printer.holdText = schema != nil // stdout gets the checked answer alone
 	so := f.sessionOptions(cfg, paths, ws, opts, model, rec)
 	so.Opened = w
 	so.Store = st
@@ -125,8 +141,17 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	for _, n := range sess.Notices {
 		fmt.Fprintf(f.ErrOut, "[notice] %s\n", n)
 	}
+	sess.Announce()
 	sendErr := sess.Send(ctx, prompt)
 	printer.flushNotices()
+	if schema != nil && sendErr == nil && !printer.sawError && ctx.Err() == nil {
+		out, err := schema.check(finalAnswer(sess.Messages()))
+		if err != nil {
+			printer.event(agent.Event{Type: agent.EventError, Error: "--output-schema: " + err.Error()})
+		} else {
+			printer.answer(out)
+		}
+	}
 	// In copy mode the run ends saying what waits in the sandbox's copy
 	// (or applying it) — unless nothing opened the sandbox and nothing is
 	// to be applied: then there is nothing new to say.
@@ -141,7 +166,15 @@ func runHeadless(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if closeErr := sess.Close(); closeErr != nil {
 		fmt.Fprintf(f.ErrOut, "[notice] closing the session: %v\n", closeErr)
 	}
+	status := 0
 	if printer.sawError || sendErr != nil {
+		status = 1
+	}
+	if sc := (signalCause{}); errors.As(context.Cause(ctx), &sc) {
+		status = 128 + int(sc.sig) // what exitCode makes of it
+	}
+	sess.Report(status)
+	if status == 1 {
 		return errSilent(1)
 	}
 	return nil
