@@ -56,7 +56,7 @@ func (Bash) Gated() bool         { return true }
 func (Bash) Description() string { return bashDescription }
 func (Bash) Guidance() string    { return bashGuidance }
 func (Bash) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout":{"type":"integer","minimum":1000,"maximum":600000,"default":120000,"description":"Milliseconds."},"run_in_background":{"type":"boolean","description":"Start a job that keeps running across turns and return its id (job-1) and first output; read it with job_output, stop it with job_kill."},"stdin":{"type":"boolean","description":"With run_in_background: a stdin for job_input (else end-of-file)."}},"required":["command"],"additionalProperties":false}`)
+	return json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout":{"type":"integer","minimum":1000,"maximum":600000,"default":120000,"description":"Milliseconds."},"run_in_background":{"type":"boolean","description":"A job that runs across turns; returns its id (job-1) and first output. Read it with job_output, stop it with job_kill."},"stdin":{"type":"boolean","description":"With run_in_background: a stdin for job_input (else end-of-file)."}},"required":["command"]}`)
 }
 
 // Run implements Tool. A command the user interrupted (ctx cancelled) is an

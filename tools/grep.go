@@ -36,7 +36,7 @@ const (
 
 type grepParams struct {
 	Pattern        string `json:"pattern" jsonschema:"minLength=1"`
-	Include        string `json:"include,omitempty" jsonschema:"default=\"**/*\"" desc:"Files to search: without a slash, names at any depth (*.go); with one, paths (src/**/*.ts)."`
+	Include        string `json:"include,omitempty" jsonschema:"default=\"**/*\"" desc:"Without a slash: names at any depth (*.go); with one: paths (src/**/*.ts)."`
 	IgnoreCase     bool   `json:"ignoreCase,omitempty" jsonschema:"default=false"`
 	IncludeIgnored bool   `json:"includeIgnored,omitempty" jsonschema:"default=false" desc:"Also files the ignore rules skip."`
 }

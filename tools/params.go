@@ -87,8 +87,12 @@ func typeSchema(t reflect.Type, f *fieldSpec) map[string]any {
 			}
 		}
 		s["properties"] = props
-		s["required"] = required
-		s["additionalProperties"] = false
+		// Unknown parameters are refused by decodeParams, not announced:
+		// additionalProperties and an empty required cost every request
+		// characters and tell the model nothing it needs.
+		if len(required) > 0 {
+			s["required"] = required
+		}
 	default:
 		panic(fmt.Sprintf("params field of kind %s", t.Kind()))
 	}

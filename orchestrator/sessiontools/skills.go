@@ -179,7 +179,7 @@ var skillGuidance, skillDescription = tools.SplitDoc(skillDoc)
 // SkillTool is the skill tool over a loaded set of skills.
 type SkillTool struct{ Skills []Skill }
 
-var skillSchema = objectSchema([]string{"name"}, prop{name: "name", typ: "string", desc: "As listed."})
+var skillSchema = objectSchema([]string{"name"}, prop{name: "name", typ: "string", desc: ""})
 
 func (SkillTool) Name() string            { return "skill" }
 func (SkillTool) Description() string     { return skillDescription }

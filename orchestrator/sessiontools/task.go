@@ -94,7 +94,7 @@ type SubagentEvent struct {
 
 var taskSchema = objectSchema([]string{"description", "prompt"},
 	prop{name: "description", typ: "string", desc: "A label, 3 to 6 words."},
-	prop{name: "prompt", typ: "string", desc: "Everything it needs: what to find or check, where, what to report."},
+	prop{name: "prompt", typ: "string", desc: "What to find or check, where, what to report."},
 	prop{name: "kind", typ: "string", desc: "explore (default): findings with paths and lines; review: problems by severity.", enum: []string{KindExplore, KindReview}},
 )
 
