@@ -20,6 +20,10 @@ var prices = map[string]Price{
 	"claude-opus-4-2":   {15, 75}, // claude-opus-4-20250514
 	"claude-opus-4-5":   {5, 25},
 	"claude-opus-4-6":   {5, 25},
+	"claude-opus-5":     {5, 25},
+	"claude-opus-5-5":   {4, 20},
+	"claude-sonnet-5":   {2, 10},    // claude-sonnet-5, claude-sonnet-5-5
+	"claude-haiku-5-5":  {0.1, 0.5}, // prompts up to 100,000 tokens
 	"claude-sonnet-4":   {3, 15},
 	"claude-haiku-4":    {1, 5},
 	"claude-3-5-haiku":  {0.8, 4},
@@ -32,6 +36,7 @@ var prices = map[string]Price{
 	"deepseek-chat":     {0.27, 1.1},
 	"deepseek-reasoner": {0.55, 2.19},
 	"grok-4":            {3, 15},
+	"gpt-oss-120b":      {0.15, 0.6}, // Groq
 }
 
 // PriceOf finds a model's price: the longest matching prefix of its

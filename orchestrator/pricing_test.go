@@ -4,7 +4,33 @@ import (
 	"testing"
 
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/orchestrator/config"
 )
+
+// TestEveryPresetModelIsPriced walks the onboarding's presets and the
+// providers' defaults: a new user's usage line is never "unpriced". Local
+// and custom endpoints name no model, so they have nothing to price.
+func TestEveryPresetModelIsPriced(t *testing.T) {
+	t.Parallel()
+	var models []string
+	for _, p := range config.Presets {
+		if p.Model == "" && !p.Keyless && !p.AskURL {
+			t.Errorf("preset %s names no model", p.ID)
+		}
+		if p.Model != "" {
+			models = append(models, p.Model)
+		}
+		models = append(models, p.Fallback...)
+	}
+	for _, m := range config.DefaultModel {
+		models = append(models, m)
+	}
+	for _, m := range models {
+		if _, ok := PriceOf(m); !ok {
+			t.Errorf("%s is unpriced", m)
+		}
+	}
+}
 
 func TestPricing(t *testing.T) {
 	t.Parallel()
@@ -20,7 +46,10 @@ func TestPricing(t *testing.T) {
 		{"claude-opus-4-20250514", 15, true},
 		{"claude-opus-4-5-20251101", 5, true}, // cheaper than the Opus before it
 		{"claude-opus-4-8", 0, false},         // not guessed from an older price
-		{"claude-sonnet-5-5", 0, false},
+		{"claude-sonnet-5-5", 2, true},
+		{"claude-opus-5-5-20261001", 4, true}, // not Opus 5's price
+		{"claude-haiku-5-5", 0.1, true},
+		{"openai/gpt-oss-120b", 0.15, true},
 		{"llama3", 0, false},
 	}
 	for _, tt := range tests {

@@ -1,42 +1,23 @@
 package orchestrator
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
+
+	"github.com/shiroagent/shiro/tools"
 )
-
-// toolGuidance is one line of advice per tool, shown only while the tool is
-// offered (a prompt naming an absent tool teaches calls that cannot work).
-var toolGuidance = map[string]string{
-	"read_file":       "read_file: read a file (numbered lines) before you edit it; use offset/limit for large files.",
-	"read_many_files": "read_many_files: read up to 20 files in one call instead of several read_file calls.",
-	"glob":            "glob: find files by pattern (src/**/*.go); it honours .gitignore.",
-	"grep":            "grep: search file contents by regex; narrow with include.",
-	"list_dir":        "list_dir: see the shape of a directory tree before diving in.",
-	"edit_file":       "edit_file: replace an exact, unique oldString; include surrounding lines to make it unique.",
-	"multi_edit":      "multi_edit: several edits to one file in one call; all or nothing.",
-	"write_file":      "write_file: new files or complete rewrites only.",
-	"bash":            "bash: builds, tests, scripts; it runs in a sandbox container with the workspace at the same path.",
-	"current_time":    "current_time: the current date and time.",
-	"task":            "task: hand a self-contained read-only search or review to a subagent; it sees none of this conversation.",
-	"todo_write":      "todo_write: keep a task list for multi-step work; one task in_progress at a time.",
-	"remember":        "remember: record a durable fact, decision, gotcha or command about this project.",
-	"recall":          "recall: search the notes recorded about this project in earlier sessions.",
-	"forget":          "forget: delete notes that turned out wrong or stale.",
-	"skill":           "skill: load the instructions of a skill listed below when the task matches it.",
-	"ask":             "ask: put a question to the user, with suggested answers, when a decision is theirs.",
-}
-
-// gitTools fold into one line.
-var gitTools = []string{"git_status", "git_diff", "git_log", "git_show", "git_blame"}
 
 // PromptInput is the live state the system prompt is built from.
 type PromptInput struct {
 	Workspace string
 	// Offered are the names of the tools offered on this step.
 	Offered []string
+	// Guidance is each offered tool's line of advice, as the tool itself
+	// gives it (tools.Guided) or else the first sentence of its
+	// description. Tools with the same line share it.
+	Guidance map[string]string
 	// Gated names the offered tools that need approval.
 	Gated []string
 	// Sandboxed says commands run in a container.
@@ -73,28 +54,27 @@ func SystemPrompt(in PromptInput) string {
 	}
 	if len(in.Offered) > 0 {
 		b.WriteString("Tools available to you now:\n")
-		var git []string
-		var mcp, other []string
+		// One line per piece of guidance, in the order of the first tool
+		// that gives it; MCP tools fold into one line of their own.
+		var lines []string
+		names := map[string][]string{}
+		mcp := false
 		for _, n := range in.Offered {
-			switch {
-			case toolGuidance[n] != "":
-				fmt.Fprintf(&b, "- %s\n", toolGuidance[n])
-			case slices.Contains(gitTools, n):
-				git = append(git, n)
-			case strings.HasPrefix(n, "mcp__"):
-				mcp = append(mcp, n)
-			default:
-				other = append(other, n)
+			if strings.HasPrefix(n, "mcp__") {
+				mcp = true
+				continue
 			}
+			g := cmp.Or(in.Guidance[n], "see its description.")
+			if _, ok := names[g]; !ok {
+				lines = append(lines, g)
+			}
+			names[g] = append(names[g], n)
 		}
-		if len(git) > 0 {
-			fmt.Fprintf(&b, "- %s: read-only git, no approval needed; prefer them to git in bash.\n", strings.Join(git, ", "))
+		for _, g := range lines {
+			fmt.Fprintf(&b, "- %s: %s\n", strings.Join(names[g], ", "), g)
 		}
-		if len(mcp) > 0 {
+		if mcp {
 			b.WriteString("- mcp__<server>__<tool>: tools from MCP servers; each call needs approval.\n")
-		}
-		for _, n := range other {
-			fmt.Fprintf(&b, "- %s: see its description.\n", n)
 		}
 		b.WriteString("\n")
 	}
@@ -145,4 +125,24 @@ func foldMCP(names []string) []string {
 		out = append(out, "mcp__*")
 	}
 	return out
+}
+
+// guidanceOf is a tool's line for the system prompt: its own guidance, else
+// the first sentence of its description (MCP and plugin tools), lower-cased
+// at the start like the others.
+func guidanceOf(t interface{ Description() string }) string {
+	if g, ok := t.(tools.Guided); ok && g.Guidance() != "" {
+		return g.Guidance()
+	}
+	d := strings.TrimSpace(t.Description())
+	if i := strings.Index(d, ". "); i >= 0 {
+		d = d[:i+1]
+	}
+	if line, _, ok := strings.Cut(d, "\n"); ok {
+		d = strings.TrimSpace(line)
+	}
+	if d == "" {
+		return ""
+	}
+	return strings.ToLower(d[:1]) + d[1:]
 }

@@ -254,8 +254,10 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		Tools: s.offered,
 		System: func(offered []agent.Tool) string {
 			in := PromptInput{Workspace: s.ws, Sandboxed: !opts.Sandbox.NoSandbox, Interactive: opts.Asker != nil, Instructions: instructions, Variant: s.Variant().Appendix, Appendices: agent.Appendices(plugins)}
+			in.Guidance = map[string]string{}
 			for _, t := range offered {
 				in.Offered = append(in.Offered, t.Name())
+				in.Guidance[t.Name()] = guidanceOf(t)
 				if agent.IsGated(t) {
 					in.Gated = append(in.Gated, t.Name())
 				}
@@ -601,6 +603,7 @@ type toolAdapter struct {
 
 func (a toolAdapter) Name() string            { return a.t.Name() }
 func (a toolAdapter) Description() string     { return a.t.Description() }
+func (a toolAdapter) Guidance() string        { return guidanceOf(a.t) }
 func (a toolAdapter) Schema() json.RawMessage { return a.t.Schema() }
 func (a toolAdapter) Gated() bool             { return a.t.Gated() } // agent.IsGated adds the mcp__ rule
 

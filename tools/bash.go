@@ -16,7 +16,9 @@ import (
 )
 
 //go:embed bash.md
-var bashDescription string
+var bashDoc string
+
+var bashGuidance, bashDescription = SplitDoc(bashDoc)
 
 // Bash timeouts, in milliseconds.
 const (
@@ -52,8 +54,9 @@ func (Bash) Name() string        { return "bash" }
 func (Bash) Set() Set            { return SetCore }
 func (Bash) Gated() bool         { return true }
 func (Bash) Description() string { return bashDescription }
+func (Bash) Guidance() string    { return bashGuidance }
 func (Bash) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"the shell command to run"},"timeout":{"type":"integer","minimum":1000,"maximum":600000,"description":"milliseconds, default 120000"},"run_in_background":{"type":"boolean","description":"start the command as a background job and return at once with its id (job-1, ...); it keeps running across turns until it ends, job_kill or the session's end"},"stdin":{"type":"boolean","description":"with run_in_background: give the job a stdin that job_input writes to (otherwise it reads end-of-file)"}},"required":["command"],"additionalProperties":false}`)
+	return json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout":{"type":"integer","minimum":1000,"maximum":600000,"default":120000,"description":"Milliseconds."},"run_in_background":{"type":"boolean","description":"A job that runs across turns; returns its id (job-1) and first output. Read it with job_output, stop it with job_kill."},"stdin":{"type":"boolean","description":"With run_in_background: a stdin for job_input (else end-of-file)."}},"required":["command"]}`)
 }
 
 // Run implements Tool. A command the user interrupted (ctx cancelled) is an

@@ -14,10 +14,10 @@ import (
 var editFileDoc string
 
 type editFileParams struct {
-	Path       string `json:"path" desc:"File to edit, relative to the workspace root (or absolute inside it)."`
-	OldString  string `json:"oldString" jsonschema:"minLength=1" desc:"Exact text to replace."`
-	NewString  string `json:"newString" desc:"Text to put in its place."`
-	ReplaceAll bool   `json:"replaceAll,omitempty" jsonschema:"default=false" desc:"Replace every occurrence instead of exactly one."`
+	Path       string `json:"path"`
+	OldString  string `json:"oldString" jsonschema:"minLength=1"`
+	NewString  string `json:"newString"`
+	ReplaceAll bool   `json:"replaceAll,omitempty" jsonschema:"default=false"`
 }
 
 // NewEditFile returns the edit_file tool. Its Check says, before anyone is

@@ -152,20 +152,23 @@ func (b *gitBuffer) text() string {
 // gitTool is a git tool: params P decoded and checked against the schema,
 // the run's result passed through as is (gitResult caps it).
 type gitTool[P any] struct {
-	name   string
-	desc   string
-	schema json.RawMessage
-	run    func(ctx context.Context, env *Env, p *P) (Result, error)
+	name     string
+	guidance string
+	desc     string
+	schema   json.RawMessage
+	run      func(ctx context.Context, env *Env, p *P) (Result, error)
 }
 
-func newGitTool[P any](name, desc string, run func(context.Context, *Env, *P) (Result, error)) *gitTool[P] {
-	return &gitTool[P]{name: name, desc: desc, schema: schemaFor[P](), run: run}
+func newGitTool[P any](name, doc string, run func(context.Context, *Env, *P) (Result, error)) *gitTool[P] {
+	guidance, desc := SplitDoc(doc)
+	return &gitTool[P]{name: name, guidance: guidance, desc: desc, schema: schemaFor[P](), run: run}
 }
 
 func (t *gitTool[P]) Name() string            { return t.name }
 func (t *gitTool[P]) Set() Set                { return SetGit }
 func (t *gitTool[P]) Gated() bool             { return false }
 func (t *gitTool[P]) Description() string     { return t.desc }
+func (t *gitTool[P]) Guidance() string        { return t.guidance }
 func (t *gitTool[P]) Schema() json.RawMessage { return t.schema }
 
 // Run implements Tool.

@@ -14,9 +14,9 @@ var gitBlameDoc string
 const gitBlameSpan = 40
 
 type gitBlameParams struct {
-	Path      string `json:"path" jsonschema:"minLength=1" desc:"File to blame."`
-	StartLine int    `json:"startLine,omitempty" jsonschema:"minimum=1" desc:"First line to show (1-based)."`
-	EndLine   int    `json:"endLine,omitempty" jsonschema:"minimum=1" desc:"Last line to show; default startLine+40."`
+	Path      string `json:"path" jsonschema:"minLength=1"`
+	StartLine int    `json:"startLine,omitempty" jsonschema:"minimum=1" desc:"First line (1-based); alone, 41 lines from it."`
+	EndLine   int    `json:"endLine,omitempty" jsonschema:"minimum=1"`
 }
 
 // NewGitBlame returns the git_blame tool.

@@ -9,8 +9,8 @@ import (
 var gitDiffDoc string
 
 type gitDiffParams struct {
-	Staged bool   `json:"staged,omitempty" jsonschema:"default=false" desc:"Show what is staged for the next commit instead of the unstaged changes."`
-	Path   string `json:"path,omitempty" desc:"Limit the diff to this file or directory."`
+	Staged bool   `json:"staged,omitempty" jsonschema:"default=false" desc:"Show the index against HEAD."`
+	Path   string `json:"path,omitempty" desc:"Only this file or directory."`
 }
 
 // NewGitDiff returns the git_diff tool.

@@ -11,8 +11,8 @@ import (
 var gitLogDoc string
 
 type gitLogParams struct {
-	Limit int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=40,default=15" desc:"How many commits to show, newest first."`
-	Path  string `json:"path,omitempty" desc:"Only commits that touch this file or directory."`
+	Limit int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=40,default=15"`
+	Path  string `json:"path,omitempty" desc:"Only commits touching this file or directory."`
 }
 
 // NewGitLog returns the git_log tool.

@@ -9,8 +9,8 @@ import (
 var gitShowDoc string
 
 type gitShowParams struct {
-	Ref  string `json:"ref" jsonschema:"minLength=1" desc:"Commit, tag or other revision to show (a hash, HEAD~2, v1.0, HEAD:path/to/file)."`
-	Path string `json:"path,omitempty" desc:"Limit the shown change to this file or directory."`
+	Ref  string `json:"ref" jsonschema:"minLength=1" desc:"Hash, branch, tag or revision (HEAD~2)."`
+	Path string `json:"path,omitempty" desc:"Only this file or directory."`
 }
 
 // NewGitShow returns the git_show tool.

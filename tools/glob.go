@@ -18,9 +18,9 @@ var globDoc string
 const defaultGlobLimit = 200
 
 type globParams struct {
-	Pattern        string `json:"pattern" jsonschema:"minLength=1" desc:"Glob matched against workspace-relative paths, e.g. src/**/*.ts."`
-	Limit          int    `json:"limit,omitempty" jsonschema:"minimum=1,default=200" desc:"Maximum number of paths to return."`
-	IncludeIgnored bool   `json:"includeIgnored,omitempty" jsonschema:"default=false" desc:"Also match files that .gitignore or .shiroignore rules ignore."`
+	Pattern        string `json:"pattern" jsonschema:"minLength=1"`
+	Limit          int    `json:"limit,omitempty" jsonschema:"minimum=1,default=200"`
+	IncludeIgnored bool   `json:"includeIgnored,omitempty" jsonschema:"default=false" desc:"Also files the ignore rules skip."`
 }
 
 // NewGlob returns the glob tool.

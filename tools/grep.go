@@ -35,10 +35,10 @@ const (
 )
 
 type grepParams struct {
-	Pattern        string `json:"pattern" jsonschema:"minLength=1" desc:"Regular expression (ripgrep syntax) matched against each line."`
-	Include        string `json:"include,omitempty" jsonschema:"default=\"**/*\"" desc:"Glob of the files to search. Without a slash it matches file names at any depth (*.go); with one, workspace-relative paths (src/**/*.ts)."`
-	IgnoreCase     bool   `json:"ignoreCase,omitempty" jsonschema:"default=false" desc:"Match without regard to case."`
-	IncludeIgnored bool   `json:"includeIgnored,omitempty" jsonschema:"default=false" desc:"Also search files that .gitignore or .shiroignore rules ignore."`
+	Pattern        string `json:"pattern" jsonschema:"minLength=1"`
+	Include        string `json:"include,omitempty" jsonschema:"default=\"**/*\"" desc:"Without a slash: names at any depth (*.go); with one: paths (src/**/*.ts)."`
+	IgnoreCase     bool   `json:"ignoreCase,omitempty" jsonschema:"default=false"`
+	IncludeIgnored bool   `json:"includeIgnored,omitempty" jsonschema:"default=false" desc:"Also files the ignore rules skip."`
 }
 
 // NewGrep returns the grep tool. The walker lists the files to search (its

@@ -23,7 +23,7 @@ const JobMaxWait = 60
 const jobReadLimit = 24_000
 
 type jobOutputParams struct {
-	ID    string `json:"id" desc:"The job's id (job-1, ...), as bash with run_in_background returned it."`
+	ID    string `json:"id" desc:"The job's id (job-1, ...), as its start returned it."`
 	Since int    `json:"since,omitempty" jsonschema:"minimum=0" desc:"Byte offset to read from (the 'next' of an earlier read). Default: where the last job_output of this job ended."`
 	Tail  int    `json:"tail,omitempty" jsonschema:"minimum=1,maximum=2000" desc:"Return the last N lines instead."`
 	Wait  int    `json:"wait,omitempty" jsonschema:"minimum=0,maximum=60" desc:"Seconds to wait for new output or the job's end, when there is none yet."`

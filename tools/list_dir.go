@@ -17,9 +17,9 @@ var listDirDoc string
 const listDirCap = 300
 
 type listDirParams struct {
-	Path           string `json:"path,omitempty" jsonschema:"default=\".\"" desc:"Directory to list, relative to the workspace root (or absolute inside it)."`
-	Depth          int    `json:"depth,omitempty" jsonschema:"minimum=1,maximum=6,default=2" desc:"How many levels to show."`
-	IncludeIgnored bool   `json:"includeIgnored,omitempty" jsonschema:"default=false" desc:"Also list files that .gitignore or .shiroignore rules ignore."`
+	Path           string `json:"path,omitempty" jsonschema:"default=\".\""`
+	Depth          int    `json:"depth,omitempty" jsonschema:"minimum=1,maximum=6,default=2" desc:"Levels to show; deeper directories still appear."`
+	IncludeIgnored bool   `json:"includeIgnored,omitempty" jsonschema:"default=false" desc:"Also files the ignore rules skip."`
 }
 
 // NewListDir returns the list_dir tool.

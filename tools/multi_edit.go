@@ -11,14 +11,14 @@ import (
 var multiEditDoc string
 
 type editSpec struct {
-	OldString  string `json:"oldString" jsonschema:"minLength=1" desc:"Exact text to replace."`
-	NewString  string `json:"newString" desc:"Text to put in its place."`
-	ReplaceAll bool   `json:"replaceAll,omitempty" jsonschema:"default=false" desc:"Replace every occurrence instead of exactly one."`
+	OldString  string `json:"oldString" jsonschema:"minLength=1"`
+	NewString  string `json:"newString"`
+	ReplaceAll bool   `json:"replaceAll,omitempty" jsonschema:"default=false"`
 }
 
 type multiEditParams struct {
-	Path  string     `json:"path" desc:"File to edit, relative to the workspace root (or absolute inside it)."`
-	Edits []editSpec `json:"edits" jsonschema:"minItems=1" desc:"Edits applied in order, each to the result of the previous one."`
+	Path  string     `json:"path"`
+	Edits []editSpec `json:"edits" jsonschema:"minItems=1"`
 }
 
 // NewMultiEdit returns the multi_edit tool. Its Check says, before anyone

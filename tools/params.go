@@ -87,8 +87,12 @@ func typeSchema(t reflect.Type, f *fieldSpec) map[string]any {
 			}
 		}
 		s["properties"] = props
-		s["required"] = required
-		s["additionalProperties"] = false
+		// Unknown parameters are refused by decodeParams, not announced:
+		// additionalProperties and an empty required cost every request
+		// characters and tell the model nothing it needs.
+		if len(required) > 0 {
+			s["required"] = required
+		}
 	default:
 		panic(fmt.Sprintf("params field of kind %s", t.Kind()))
 	}
@@ -251,13 +255,14 @@ func constraint(f *fieldSpec, key string) (int, bool) {
 
 // fileTool is a built-in tool whose input is the params struct P.
 type fileTool[P any] struct {
-	name   string
-	set    Set
-	gated  bool
-	desc   string
-	schema json.RawMessage
-	run    func(ctx context.Context, env *Env, p *P) (Result, error)
-	check  func(env *Env, p *P) (problem string) // nil: nothing to check
+	name     string
+	set      Set
+	gated    bool
+	guidance string
+	desc     string
+	schema   json.RawMessage
+	run      func(ctx context.Context, env *Env, p *P) (Result, error)
+	check    func(env *Env, p *P) (problem string) // nil: nothing to check
 }
 
 // withCheck gives the tool a Check (see Checker).
@@ -278,14 +283,16 @@ func (t *fileTool[P]) Check(_ context.Context, env *Env, input json.RawMessage) 
 	return t.check(env, p)
 }
 
-func newFileTool[P any](name string, set Set, gated bool, desc string, run func(context.Context, *Env, *P) (Result, error)) *fileTool[P] {
-	return &fileTool[P]{name: name, set: set, gated: gated, desc: desc, schema: schemaFor[P](), run: run}
+func newFileTool[P any](name string, set Set, gated bool, doc string, run func(context.Context, *Env, *P) (Result, error)) *fileTool[P] {
+	guidance, desc := SplitDoc(doc)
+	return &fileTool[P]{name: name, set: set, gated: gated, guidance: guidance, desc: desc, schema: schemaFor[P](), run: run}
 }
 
 func (t *fileTool[P]) Name() string            { return t.name }
 func (t *fileTool[P]) Set() Set                { return t.set }
 func (t *fileTool[P]) Gated() bool             { return t.gated }
 func (t *fileTool[P]) Description() string     { return t.desc }
+func (t *fileTool[P]) Guidance() string        { return t.guidance }
 func (t *fileTool[P]) Schema() json.RawMessage { return t.schema }
 
 // Run decodes the input, reports invalid input as an error result, and

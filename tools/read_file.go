@@ -22,9 +22,9 @@ const (
 )
 
 type readFileParams struct {
-	Path   string `json:"path" desc:"File to read, relative to the workspace root (or absolute inside it)."`
-	Offset int    `json:"offset,omitempty" jsonschema:"minimum=1,default=1" desc:"1-based number of the first line to read."`
-	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1,default=2000" desc:"Maximum number of lines to read."`
+	Path   string `json:"path" desc:"Workspace-relative path."`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=1,default=1" desc:"First line (1-based)."`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1,default=2000" desc:"Lines to read."`
 }
 
 // NewReadFile returns the read_file tool.

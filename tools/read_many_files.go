@@ -11,13 +11,13 @@ import (
 var readManyFilesDoc string
 
 type readSpec struct {
-	Path   string `json:"path" desc:"File to read, relative to the workspace root (or absolute inside it)."`
-	Offset int    `json:"offset,omitempty" jsonschema:"minimum=1,default=1" desc:"1-based number of the first line to read."`
-	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1,default=2000" desc:"Maximum number of lines to read."`
+	Path   string `json:"path"`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=1,default=1"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1,default=2000"`
 }
 
 type readManyFilesParams struct {
-	Files []readSpec `json:"files" jsonschema:"minItems=1,maxItems=20" desc:"The files to read, in the order their blocks should appear."`
+	Files []readSpec `json:"files" jsonschema:"minItems=1,maxItems=20"`
 }
 
 // NewReadManyFiles returns the read_many_files tool.

@@ -101,6 +101,28 @@ func Offered(all []Tool, sets EnabledSets) []Tool {
 // (write_file, edit_file, multi_edit, bash), or it is an MCP tool.
 func IsGated(t Tool) bool { return t.Gated() || strings.HasPrefix(t.Name(), "mcp__") }
 
+// A Guided tool has a one-line piece of advice for the system prompt's
+// list of the tools offered. Tools with the same guidance share a line.
+type Guided interface {
+	Guidance() string
+}
+
+// guidancePrefix opens a description file's first line when it carries the
+// tool's guidance: "Guidance: <line>", a blank line, then the description
+// the model reads in the tool's spec.
+const guidancePrefix = "Guidance: "
+
+// SplitDoc splits a tool's description file into its guidance line ("" for
+// none) and its description.
+func SplitDoc(doc string) (guidance, description string) {
+	rest, ok := strings.CutPrefix(doc, guidancePrefix)
+	if !ok {
+		return "", strings.TrimSpace(doc)
+	}
+	line, desc, _ := strings.Cut(rest, "\n")
+	return strings.TrimSpace(line), strings.TrimSpace(desc)
+}
+
 // Find returns the tool called name in all, or nil.
 func Find(all []Tool, name string) Tool {
 	for _, t := range all {

@@ -10,8 +10,8 @@ import (
 var writeFileDoc string
 
 type writeFileParams struct {
-	Path    string `json:"path" desc:"File to write, relative to the workspace root (or absolute inside it)."`
-	Content string `json:"content" desc:"The complete new content of the file."`
+	Path    string `json:"path" desc:"Workspace-relative path."`
+	Content string `json:"content" desc:"The whole new content, exactly as on disk."`
 }
 
 // NewWriteFile returns the write_file tool.

@@ -87,7 +87,10 @@ type Config struct {
 	BaseURL string
 	// APIKey may be empty (openai-compatible servers often need none; for
 	// the others the front end asks for one). Never print it.
-	APIKey     string
+	APIKey string
+	// PresetID is the onboarding preset the provider was chosen from
+	// ("" when none): see Presets.
+	PresetID   string
 	MaxRetries int
 	// ToolSets are the optional tool sets named by the toolSets key, with
 	// unknown names dropped. ToolSetsPresent is false when no source set the

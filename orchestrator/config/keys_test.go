@@ -36,6 +36,7 @@ var keySamples = map[string]keySample{
 	"model":            {value: `"m1"`, want: "m1"},
 	"baseURL":          {value: `"https://x.example/v1"`, want: "https://x.example/v1", refusedWant: "https://api.anthropic.com/v1"},
 	"apiKey":           {value: `"k1"`, want: "k1", refusedWant: ""},
+	"presetId":         {value: `"groq"`, want: "groq", refusedWant: ""},
 	"openaiAPI":        {value: `"responses"`, want: "responses"},
 	"maxRetries":       {value: `7`, want: 7},
 	"toolSets":         {value: `["git"]`, want: []string{"git"}},

@@ -173,6 +173,24 @@ func TestLoadPrecedence(t *testing.T) {
 			want: "",
 		},
 		{
+			name: "presetId reads the preset's key variable",
+			fx:   fixture{user: `{"provider": "openai-compatible", "presetId": "groq", "baseURL": "https://api.groq.com/openai/v1"}`, env: map[string]string{"GROQ_API_KEY": "gk", "OPENAI_API_KEY": "ok"}},
+			get:  func(c Config) any { return [2]string{c.PresetID, c.APIKey} },
+			want: [2]string{"groq", "gk"},
+		},
+		{
+			name: "a preset's key never goes to another endpoint",
+			fx:   fixture{user: `{"provider": "openai-compatible", "presetId": "openrouter", "baseURL": "https://other.example/v1"}`, env: map[string]string{"OPENROUTER_API_KEY": "rk"}},
+			get:  func(c Config) any { return c.APIKey },
+			want: "",
+		},
+		{
+			name: "an unknown presetId reads nothing",
+			fx:   fixture{user: `{"provider": "openai-compatible", "presetId": "nope", "baseURL": "https://api.x.ai/v1"}`, env: map[string]string{"XAI_API_KEY": "xk"}},
+			get:  func(c Config) any { return [2]string{c.PresetID, c.APIKey} },
+			want: [2]string{"nope", ""},
+		},
+		{
 			name: "the file's key beats the provider variable",
 			fx:   fixture{user: `{"apiKey": "fk"}`, env: map[string]string{"ANTHROPIC_API_KEY": "ak"}},
 			get:  func(c Config) any { return c.APIKey },
@@ -311,6 +329,13 @@ func TestLoadProjectRefusals(t *testing.T) {
 			get:    func(c Config) any { return c.Yolo },
 			want:   false,
 			notice: `.shiro/config.json: "yolo" is ignored: a project cannot turn off approvals`,
+		},
+		{
+			name:   "presetId",
+			fx:     fixture{user: `{"presetId": "groq"}`, project: `{"presetId": "xai"}`},
+			get:    func(c Config) any { return c.PresetID },
+			want:   "groq",
+			notice: `.shiro/config.json: "presetId" is ignored: a project cannot choose which key is sent`,
 		},
 		{
 			name:   "apiKey",

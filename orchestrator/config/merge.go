@@ -303,6 +303,8 @@ func (m *merger) finish(getenv func(string) (string, bool)) Config {
 			c.APIKey, _ = getenv("ANTHROPIC_API_KEY")
 		case ProviderOpenAI:
 			c.APIKey, _ = getenv("OPENAI_API_KEY")
+		default:
+			c.APIKey = presetKey(c, getenv)
 		}
 	}
 	// A project's image may name files inside the workspace only.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/tools"
 )
 
 // MaxAskOptions is the most options one question may offer.
@@ -53,7 +54,9 @@ type AskerFunc func(ctx context.Context, q Question) ([]string, error)
 func (f AskerFunc) Ask(ctx context.Context, q Question) ([]string, error) { return f(ctx, q) }
 
 //go:embed ask.md
-var askDescription string
+var askDoc string
+
+var askGuidance, askDescription = tools.SplitDoc(askDoc)
 
 var askSchema = objectSchema([]string{"question"},
 	prop{name: "question", typ: "string", desc: "The question, short and specific (Markdown)."},
@@ -77,6 +80,7 @@ type Ask struct {
 
 func (Ask) Name() string            { return "ask" }
 func (Ask) Description() string     { return askDescription }
+func (Ask) Guidance() string        { return askGuidance }
 func (Ask) Schema() json.RawMessage { return askSchema }
 func (Ask) Gated() bool             { return false }
 

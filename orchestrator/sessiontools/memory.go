@@ -18,6 +18,7 @@ import (
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/internal/atomicfile"
 	"github.com/shiroagent/shiro/orchestrator/store"
+	"github.com/shiroagent/shiro/tools"
 )
 
 // Memory limits.
@@ -233,24 +234,31 @@ func (m *Memory) Block() string {
 }
 
 //go:embed remember.md
-var rememberDescription string
+var rememberDoc string
+
+var rememberGuidance, rememberDescription = tools.SplitDoc(rememberDoc)
 
 //go:embed recall.md
-var recallDescription string
+var recallDoc string
+
+var recallGuidance, recallDescription = tools.SplitDoc(recallDoc)
 
 //go:embed forget.md
-var forgetDescription string
+var forgetDoc string
+
+var forgetGuidance, forgetDescription = tools.SplitDoc(forgetDoc)
 
 // memoryTool is remember, recall or forget.
 type memoryTool struct {
-	name, desc string
-	schema     json.RawMessage
-	run        func(m *Memory, input json.RawMessage) (string, error)
-	mem        *Memory
+	name, guidance, desc string
+	schema               json.RawMessage
+	run                  func(m *Memory, input json.RawMessage) (string, error)
+	mem                  *Memory
 }
 
 func (t memoryTool) Name() string            { return t.name }
 func (t memoryTool) Description() string     { return t.desc }
+func (t memoryTool) Guidance() string        { return t.guidance }
 func (t memoryTool) Schema() json.RawMessage { return t.schema }
 func (memoryTool) Gated() bool               { return false }
 
@@ -270,10 +278,10 @@ func (t memoryTool) Run(_ context.Context, input json.RawMessage, _ func(string)
 func MemoryTools(m *Memory) []agent.Tool {
 	return []agent.Tool{
 		memoryTool{
-			name: "remember", desc: rememberDescription, mem: m,
+			name: "remember", guidance: rememberGuidance, desc: rememberDescription, mem: m,
 			schema: objectSchema([]string{"kind", "text"},
-				prop{name: "kind", typ: "string", desc: "What sort of note this is.", enum: MemoryKinds},
-				prop{name: "text", typ: "string", desc: "The note, at most 400 characters."}),
+				prop{name: "kind", typ: "string", desc: "Kind of note.", enum: MemoryKinds},
+				prop{name: "text", typ: "string", desc: "At most 400 characters."}),
 			run: func(m *Memory, input json.RawMessage) (string, error) {
 				var p struct{ Kind, Text string }
 				if err := decode(input, &p); err != nil {
@@ -283,8 +291,8 @@ func MemoryTools(m *Memory) []agent.Tool {
 			},
 		},
 		memoryTool{
-			name: "recall", desc: recallDescription, mem: m,
-			schema: objectSchema([]string{"query"}, prop{name: "query", typ: "string", desc: "Words that must all appear in a note."}),
+			name: "recall", guidance: recallGuidance, desc: recallDescription, mem: m,
+			schema: objectSchema([]string{"query"}, prop{name: "query", typ: "string", desc: "Words that must all appear."}),
 			run: func(m *Memory, input json.RawMessage) (string, error) {
 				var p struct{ Query string }
 				if err := decode(input, &p); err != nil {
@@ -294,8 +302,8 @@ func MemoryTools(m *Memory) []agent.Tool {
 			},
 		},
 		memoryTool{
-			name: "forget", desc: forgetDescription, mem: m,
-			schema: objectSchema([]string{"text"}, prop{name: "text", typ: "string", desc: "Text contained in the notes to delete."}),
+			name: "forget", guidance: forgetGuidance, desc: forgetDescription, mem: m,
+			schema: objectSchema([]string{"text"}, prop{name: "text", typ: "string", desc: "Text the notes to delete contain."}),
 			run: func(m *Memory, input json.RawMessage) (string, error) {
 				var p struct{ Text string }
 				if err := decode(input, &p); err != nil {

@@ -28,7 +28,10 @@ type prop struct {
 func objectSchema(required []string, props ...prop) json.RawMessage {
 	ps := map[string]any{}
 	for _, p := range props {
-		s := map[string]any{"type": p.typ, "description": p.desc}
+		s := map[string]any{"type": p.typ}
+		if p.desc != "" {
+			s["description"] = p.desc
+		}
 		if len(p.enum) > 0 {
 			s["enum"] = p.enum
 		}
@@ -37,10 +40,11 @@ func objectSchema(required []string, props ...prop) json.RawMessage {
 		}
 		ps[p.name] = s
 	}
-	if required == nil {
-		required = []string{}
+	doc := map[string]any{"type": "object", "properties": ps}
+	if len(required) > 0 {
+		doc["required"] = required
 	}
-	b, err := json.Marshal(map[string]any{"type": "object", "properties": ps, "required": required, "additionalProperties": false})
+	b, err := json.Marshal(doc)
 	if err != nil {
 		panic(fmt.Sprintf("schema: %v", err)) // a programming error
 	}

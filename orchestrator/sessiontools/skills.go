@@ -14,6 +14,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/internal/confine"
+	"github.com/shiroagent/shiro/tools"
 )
 
 // MaxSkillBody is where a skill's body is cut, in characters.
@@ -171,15 +172,18 @@ func SkillsCatalogue(skills []Skill) string {
 }
 
 //go:embed skill.md
-var skillDescription string
+var skillDoc string
+
+var skillGuidance, skillDescription = tools.SplitDoc(skillDoc)
 
 // SkillTool is the skill tool over a loaded set of skills.
 type SkillTool struct{ Skills []Skill }
 
-var skillSchema = objectSchema([]string{"name"}, prop{name: "name", typ: "string", desc: "The skill's name, as the catalogue lists it."})
+var skillSchema = objectSchema([]string{"name"}, prop{name: "name", typ: "string", desc: ""})
 
 func (SkillTool) Name() string            { return "skill" }
 func (SkillTool) Description() string     { return skillDescription }
+func (SkillTool) Guidance() string        { return skillGuidance }
 func (SkillTool) Schema() json.RawMessage { return skillSchema }
 func (SkillTool) Gated() bool             { return false }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent"
 	"github.com/shiroagent/shiro/agent/llm"
+	"github.com/shiroagent/shiro/tools"
 )
 
 // SubagentMaxSteps is the step cap of a task subagent.
@@ -41,7 +42,9 @@ var kindPrompts = map[string]string{
 }
 
 //go:embed task.md
-var taskDescription string
+var taskDoc string
+
+var taskGuidance, taskDescription = tools.SplitDoc(taskDoc)
 
 // Task is the task tool: it runs a subagent on the session's model with
 // only the read tools, no approver (nothing it holds is gated) and no
@@ -90,13 +93,14 @@ type SubagentEvent struct {
 }
 
 var taskSchema = objectSchema([]string{"description", "prompt"},
-	prop{name: "description", typ: "string", desc: "A short label for the job, 3 to 6 words."},
-	prop{name: "prompt", typ: "string", desc: "The complete, self-contained instructions for the subagent."},
-	prop{name: "kind", typ: "string", desc: "explore (default) or review.", enum: []string{KindExplore, KindReview}},
+	prop{name: "description", typ: "string", desc: "A label, 3 to 6 words."},
+	prop{name: "prompt", typ: "string", desc: "What to find or check, where, what to report."},
+	prop{name: "kind", typ: "string", desc: "explore (default): findings with paths and lines; review: problems by severity.", enum: []string{KindExplore, KindReview}},
 )
 
 func (*Task) Name() string            { return "task" }
 func (*Task) Description() string     { return taskDescription }
+func (*Task) Guidance() string        { return taskGuidance }
 func (*Task) Schema() json.RawMessage { return taskSchema }
 func (*Task) Gated() bool             { return false }
 

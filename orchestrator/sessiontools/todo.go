@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/tools"
 )
 
 // Todo statuses.
@@ -133,7 +134,9 @@ func (l *TodoList) Block() string {
 }
 
 //go:embed todo_write.md
-var todoWriteDescription string
+var todoWriteDoc string
+
+var todoWriteGuidance, todoWriteDescription = tools.SplitDoc(todoWriteDoc)
 
 // TodoWrite is the todo_write tool.
 type TodoWrite struct{ List *TodoList }
@@ -143,13 +146,13 @@ type todoParams struct {
 }
 
 var todoSchema = objectSchema([]string{"todos"}, prop{
-	name: "todos", typ: "array", desc: "The whole task list, in order; it replaces the previous list.",
+	name: "todos", typ: "array", desc: "The whole list, in order.",
 	items: map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"content": map[string]any{"type": "string", "description": "What the task is, imperative and short."},
+			"content": map[string]any{"type": "string", "description": "Short, imperative."},
 			"status":  map[string]any{"type": "string", "enum": []string{StatusPending, StatusInProgress, StatusDone, StatusBlocked}},
-			"note":    map[string]any{"type": "string", "description": "Optional; why a task is blocked."},
+			"note":    map[string]any{"type": "string", "description": "Why it is blocked."},
 		},
 		"required": []string{"content", "status"},
 	},
@@ -157,6 +160,7 @@ var todoSchema = objectSchema([]string{"todos"}, prop{
 
 func (TodoWrite) Name() string            { return "todo_write" }
 func (TodoWrite) Description() string     { return todoWriteDescription }
+func (TodoWrite) Guidance() string        { return todoWriteGuidance }
 func (TodoWrite) Schema() json.RawMessage { return todoSchema }
 func (TodoWrite) Gated() bool             { return false }
 

@@ -257,34 +257,9 @@ func (m *Model) closeForm(cancelled bool) tea.Cmd {
 	return nil
 }
 
-// preset is a provider choice of the onboarding.
-type preset struct {
-	label    string
-	provider string
-	baseURL  string // "" asks for one (custom) unless the provider has a default
-	askURL   bool
-	keyless  bool
-	keyEnv   string
-	model    string
-	fallback []string // offered when the endpoint lists no models
-}
-
-var presets = []preset{
-	{label: "Anthropic", provider: config.ProviderAnthropic, keyEnv: "ANTHROPIC_API_KEY", model: "claude-sonnet-5-5", fallback: fallbackModels[config.ProviderAnthropic]},
-	{label: "OpenAI", provider: config.ProviderOpenAI, keyEnv: "OPENAI_API_KEY", model: "gpt-5", fallback: fallbackModels[config.ProviderOpenAI]},
-	{label: "OpenRouter", provider: config.ProviderOpenAICompatible, baseURL: "https://openrouter.ai/api/v1", model: "anthropic/claude-sonnet-4.5"},
-	{label: "Groq", provider: config.ProviderOpenAICompatible, baseURL: "https://api.groq.com/openai/v1", model: "openai/gpt-oss-120b"},
-	{label: "DeepSeek", provider: config.ProviderOpenAICompatible, baseURL: "https://api.deepseek.com/v1", model: "deepseek-chat"},
-	{label: "xAI", provider: config.ProviderOpenAICompatible, baseURL: "https://api.x.ai/v1", model: "grok-4"},
-	{label: "Ollama (local)", provider: config.ProviderOpenAICompatible, baseURL: "http://localhost:11434/v1", keyless: true},
-	{label: "LM Studio (local)", provider: config.ProviderOpenAICompatible, baseURL: "http://localhost:1234/v1", keyless: true},
-	{label: "Custom OpenAI-compatible endpoint", provider: config.ProviderOpenAICompatible, askURL: true, keyless: true},
-	{label: "Custom Anthropic-compatible endpoint", provider: config.ProviderAnthropic, askURL: true},
-}
-
 // onboarding is the wizard's state from step to step.
 type onboarding struct {
-	preset   preset
+	preset   config.Preset
 	cfg      config.Config
 	fromEnv  bool     // the key comes from the preset's environment variable
 	label    string   // the provider's name
@@ -297,15 +272,23 @@ type onboarding struct {
 // names the provider chosen.
 func (m *Model) openOnboarding() tea.Cmd {
 	current := -1
-	for i, p := range presets {
-		if p.provider == m.cfg.Provider && (p.baseURL == "" || p.baseURL == m.cfg.BaseURL) && !p.askURL {
+	for i, p := range config.Presets {
+		if p.ID == m.cfg.PresetID {
 			current = i
 			break
 		}
 	}
+	if current < 0 {
+		for i, p := range config.Presets {
+			if p.Provider == m.cfg.Provider && (p.BaseURL == "" || p.BaseURL == m.cfg.BaseURL) && !p.AskURL {
+				current = i
+				break
+			}
+		}
+	}
 	pick := &picker{}
-	for i, p := range presets {
-		label := p.label
+	for i, p := range config.Presets {
+		label := p.Label
 		if i == current && m.configured {
 			label += " (current)"
 		}
@@ -317,12 +300,13 @@ func (m *Model) openOnboarding() tea.Cmd {
 		pick:   pick,
 		cancel: onboardingCancelled,
 		done: func(m *Model) tea.Cmd {
-			pr := presets[pick.sel]
-			o := onboarding{preset: pr, cfg: m.cfg, label: pr.label, fallback: pr.fallback}
-			o.cfg.Provider = pr.provider
-			o.cfg.BaseURL = cmp.Or(pr.baseURL, config.DefaultBaseURL[pr.provider])
-			o.cfg.Model = pr.model
-			if pr.askURL {
+			pr := config.Presets[pick.sel]
+			o := onboarding{preset: pr, cfg: m.cfg, label: pr.Label, fallback: pr.Fallback}
+			o.cfg.Provider = pr.Provider
+			o.cfg.PresetID = pr.ID
+			o.cfg.BaseURL = cmp.Or(pr.BaseURL, config.DefaultBaseURL[pr.Provider])
+			o.cfg.Model = pr.Model
+			if pr.AskURL {
 				return m.askEndpoint(o)
 			}
 			return m.askAPIKey(o)
@@ -351,24 +335,31 @@ func (m *Model) askEndpoint(o onboarding) tea.Cmd {
 	})
 }
 
-// askAPIKey asks for the API key (masked); empty uses the preset's
-// environment variable, or none for keyless servers.
+// askAPIKey asks for the API key (masked). The step is skipped when the
+// preset's variable holds a key (the key stays there, it is not copied
+// into the config file) and for a local server that needs none.
 func (m *Model) askAPIKey(o onboarding) tea.Cmd {
-	key := ""
 	envKey := ""
-	if o.preset.keyEnv != "" {
-		envKey, _ = os.LookupEnv(o.preset.keyEnv)
+	if o.preset.KeyEnv != "" {
+		envKey, _ = os.LookupEnv(o.preset.KeyEnv)
+		envKey = strings.TrimSpace(envKey)
 	}
-	desc := ""
 	switch {
 	case envKey != "":
-		desc = "leave empty to use $" + o.preset.keyEnv
-	case o.preset.keyless:
+		o.cfg.APIKey, o.fromEnv = envKey, true
+		return m.listOnboardingModels(o, "$"+o.preset.KeyEnv+" "+maskKey(envKey))
+	case o.preset.Keyless && !o.preset.AskURL:
+		o.cfg.APIKey = ""
+		return m.listOnboardingModels(o, "no key needed")
+	}
+	key := ""
+	desc := ""
+	if o.preset.Keyless {
 		desc = "leave empty if the server needs none"
 	}
 	in := huh.NewInput().Title(o.label + " API key").Description(desc).EchoMode(huh.EchoModePassword).Value(&key).
 		Validate(func(s string) error {
-			if strings.TrimSpace(s) == "" && !o.preset.keyless && envKey == "" {
+			if strings.TrimSpace(s) == "" && !o.preset.Keyless {
 				return errors.New("a key is needed")
 			}
 			return nil
@@ -379,18 +370,21 @@ func (m *Model) askAPIKey(o onboarding) tea.Cmd {
 		cancel: onboardingCancelled,
 		done: func(m *Model) tea.Cmd {
 			o.cfg.APIKey = strings.TrimSpace(key)
-			if o.cfg.APIKey == "" {
-				o.cfg.APIKey, o.fromEnv = envKey, envKey != ""
-			}
-			m.form = &formModal{
-				title:   "Set up " + o.label,
-				note:    fmt.Sprintf("key %s - listing the models of %s...", maskKey(o.cfg.APIKey), o.cfg.BaseURL),
-				cancel:  onboardingCancelled,
-				waiting: true,
-			}
-			return m.rt.onboardModels(o)
+			return m.listOnboardingModels(o, "key "+maskKey(o.cfg.APIKey))
 		},
 	})
+}
+
+// listOnboardingModels shows that the endpoint's models are being listed
+// (keyNote says which key) and lists them.
+func (m *Model) listOnboardingModels(o onboarding, keyNote string) tea.Cmd {
+	m.form = &formModal{
+		title:   "Set up " + o.label,
+		note:    fmt.Sprintf("%s - listing the models of %s...", keyNote, o.cfg.BaseURL),
+		cancel:  onboardingCancelled,
+		waiting: true,
+	}
+	return m.rt.onboardModels(o)
 }
 
 // typeOwnModel is the model picker's entry for typing an id.

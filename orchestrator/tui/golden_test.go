@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/shiroagent/shiro/agent"
+	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
 	"github.com/shiroagent/shiro/orchestrator/store"
 )
@@ -160,7 +161,7 @@ func TestViewGolden(t *testing.T) {
 			f.m.openOnboarding()
 		}},
 		{"onboarding_key", func(t *testing.T, f *fixture) {
-			f.m.askAPIKey(onboarding{preset: presets[0], label: "Anthropic"})
+			f.m.askAPIKey(onboarding{preset: config.Presets[0], label: "Anthropic"})
 			f.typeText("sk-secret")
 		}},
 		{"onboarding_listing", func(t *testing.T, f *fixture) {

@@ -316,16 +316,22 @@ func (rt *runtime) saveHistory(h []string) tea.Cmd {
 	}
 }
 
-// fallbackModels are offered when the endpoint lists none.
-var fallbackModels = map[string][]string{
-	config.ProviderAnthropic: {"claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5"},
-	config.ProviderOpenAI:    {"gpt-5", "gpt-5-mini", "o4-mini"},
+// fallbackModels are offered when the endpoint lists none: the preset's
+// (the config's presetId, else the provider's own preset).
+func fallbackModels(cfg config.Config) []string {
+	if p, ok := config.PresetByID(cfg.PresetID); ok && p.Provider == cfg.Provider {
+		return p.Fallback
+	}
+	if p, ok := config.PresetByID(cfg.Provider); ok {
+		return p.Fallback
+	}
+	return nil
 }
 
 // listModels asks the endpoint for its models (for /models).
 func (rt *runtime) listModels(cfg config.Config) tea.Cmd {
 	return func() tea.Msg {
-		ids, warning := rt.fetchModels(cfg, fallbackModels[cfg.Provider])
+		ids, warning := rt.fetchModels(cfg, fallbackModels(cfg))
 		return modelsMsg{ids: ids, warning: warning}
 	}
 }
@@ -375,6 +381,11 @@ func (rt *runtime) saveProvider(cfg config.Config, keyFromEnv bool) tea.Cmd {
 		err := config.Save(paths, func(doc map[string]any) error {
 			doc["provider"] = cfg.Provider
 			doc["model"] = cfg.Model
+			if cfg.PresetID != "" {
+				doc["presetId"] = cfg.PresetID
+			} else {
+				delete(doc, "presetId")
+			}
 			if cfg.BaseURL != "" && cfg.BaseURL != config.DefaultBaseURL[cfg.Provider] {
 				doc["baseURL"] = cfg.BaseURL
 			} else {

@@ -269,6 +269,14 @@ type remoteTool struct {
 	r *Remote
 }
 
+// Guidance passes the wrapped tool's guidance on.
+func (t remoteTool) Guidance() string {
+	if g, ok := t.Tool.(tools.Guided); ok {
+		return g.Guidance()
+	}
+	return ""
+}
+
 func (t remoteTool) Run(ctx context.Context, _ *tools.Env, input json.RawMessage) (tools.Result, error) {
 	res, _, err := t.r.Tool(ctx, t.Name(), input, false)
 	if err := ctx.Err(); err != nil {

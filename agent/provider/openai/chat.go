@@ -3,9 +3,11 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
+	"sync/atomic"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
@@ -17,8 +19,11 @@ import (
 type chatEndpoint struct {
 	svc        oai.ChatCompletionService
 	model      string
-	compatible bool // a compatible server: max_tokens, no reasoning_effort
+	compatible bool // a compatible server: max_tokens
 	reasoning  bool // the model takes reasoning_effort
+	// noEffort: the compatible server rejected reasoning_effort once; it
+	// is not sent again for this model.
+	noEffort atomic.Bool
 }
 
 func (e *chatEndpoint) name() string { return "chat-completions" }
@@ -29,10 +34,33 @@ func (e *chatEndpoint) open(ctx context.Context, req llm.Request) (iter.Seq2[llm
 		return nil, fmt.Errorf("%s: %w", e.name(), err)
 	}
 	stream := e.svc.NewStreaming(ctx, params)
-	if err := start(e.name(), stream); err != nil {
+	err = start(e.name(), stream)
+	if err != nil && e.compatible && params.ReasoningEffort != "" && rejectsEffort(err) {
+		// A compatible server that does not know the parameter (or not
+		// for this model) refuses the whole request: ask again without.
+		e.noEffort.Store(true)
+		params.ReasoningEffort = ""
+		stream = e.svc.NewStreaming(ctx, params)
+		err = start(e.name(), stream)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return events(e.name(), stream, &chatTranslator{}), nil
+}
+
+// rejectsEffort reports whether a refused request names reasoning_effort
+// (or reasoning) as the parameter the server does not take.
+func rejectsEffort(err error) bool {
+	var se *llm.StatusError
+	if !errors.As(err, &se) || (se.Status != 400 && se.Status != 422) {
+		return false
+	}
+	m := se.Message
+	if se.Err != nil {
+		m += " " + se.Err.Error()
+	}
+	return strings.Contains(strings.ToLower(m), "reasoning")
 }
 
 // params builds the request body.
@@ -62,7 +90,7 @@ func (e *chatEndpoint) params(req llm.Request) (oai.ChatCompletionNewParams, err
 			Parameters:  schema,
 		}))
 	}
-	if e.reasoning {
+	if e.reasoning && !e.noEffort.Load() {
 		p.ReasoningEffort = effort(e.model, req.Reasoning)
 	}
 	return p, nil

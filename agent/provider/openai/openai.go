@@ -106,7 +106,10 @@ func New(cfg Config) (llm.Model, error) {
 		return nil, fmt.Errorf("new openai model: %w %q", ErrMode, cfg.Mode)
 	}
 	opts := requestOptions(cfg)
-	reasoning := !compatible && takesReasoning(cfg.Model)
+	// Compatible servers get the level too (the spec maps thinking to
+	// reasoning_effort for every OpenAI-protocol endpoint); one that
+	// refuses it is asked again without (chatEndpoint.open).
+	reasoning := compatible || takesReasoning(cfg.Model)
 	chat := &chatEndpoint{
 		svc:        oai.NewChatCompletionService(opts...),
 		model:      cfg.Model,
@@ -156,7 +159,7 @@ func requestOptions(cfg Config) []option.RequestOption {
 		option.WithBaseURL(base),
 		// httpretry retries, and reports each wait; the SDK does not.
 		option.WithMaxRetries(0),
-		option.WithMiddleware(httpretry.Middleware(retries)),
+		option.WithMiddleware(httpretry.Middleware(retries), errorShape),
 		option.WithHTTPClient(client),
 	}
 	if cfg.APIKey != "" {

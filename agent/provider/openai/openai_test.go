@@ -481,7 +481,11 @@ func TestReasoningEffort(t *testing.T) {
 		{"responses low", 0, "o4-mini", llm.ReasoningLow, "low"},
 		{"responses max on codex-max", 0, "gpt-5.1-codex-max", llm.ReasoningMax, "xhigh"},
 		{"responses gpt-4.1 takes no effort", 0, "gpt-4.1", llm.ReasoningHigh, ""},
-		{"compatible servers get no effort", 2, "deepseek-reasoner", llm.ReasoningHigh, ""},
+		{"compatible servers get the effort", 2, "deepseek-reasoner", llm.ReasoningHigh, "high"},
+		{"compatible low", 2, "openai/gpt-oss-120b", llm.ReasoningLow, "low"},
+		{"compatible max is high where xhigh is unknown", 2, "grok-4", llm.ReasoningMax, "high"},
+		{"compatible max is xhigh on gpt-5.2", 2, "openai/gpt-5.2", llm.ReasoningMax, "xhigh"},
+		{"compatible off sends nothing", 2, "qwen3:8b", llm.ReasoningOff, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
