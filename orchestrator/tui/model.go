@@ -38,6 +38,7 @@ type Model struct {
 	configured    bool
 	stats         stats
 	sessionID     string
+	shortID       string // sessionID as shown: unique among the saved (store.Abbrev)
 	resumed       int
 	replayPending bool // the resumed conversation is printed once the width is known
 
@@ -145,6 +146,7 @@ func newModel(rt *runtime, opts Options, st styles) *Model {
 	if rt.sess != nil {
 		m.stats = rt.stats()
 		m.sessionID = rt.sess.Saved().ID
+		m.shortID = opts.Store.Short(m.sessionID)
 		m.todos = rt.sess.Todos().Items()
 		m.mcp = rt.sess.MCPStatus()
 		m.notes = -1
