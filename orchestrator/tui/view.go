@@ -287,7 +287,7 @@ func (m *Model) sandboxLines() []string {
 	}
 	return []string{
 		m.st.errText.Render(ansi.Wrap("sandbox: failed - "+clean(b.err), w, "")),
-		m.st.header.Render(ansi.Wrap(sandboxFix, w, "")),
+		m.st.header.Render(ansi.Wrap(b.fix, w, "")),
 	}
 }
 
