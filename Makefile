@@ -16,7 +16,7 @@ build: ## build bin/shiro and the small bin/shiro-helper it copies into sandboxe
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shiro
 	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)-helper ./cmd/shiro-helper
 
-run: build ## build, then start shiro in the current directory
+run: image ## build, build the default sandbox image if it is missing, then start shiro in the current directory
 	./$(BIN)
 
 deps: ## install the Debian packages the tests need (when missing)

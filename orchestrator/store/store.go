@@ -20,6 +20,7 @@ import (
 
 	"github.com/shiroagent/shiro/agent/llm"
 	"github.com/shiroagent/shiro/internal/atomicfile"
+	"github.com/shiroagent/shiro/internal/termsafe"
 	"github.com/shiroagent/shiro/sandbox/egress"
 )
 
@@ -116,13 +117,35 @@ var (
 	ErrBadID = errors.New("not a session id")
 )
 
-// NoMatchError is Resolve's error when no session, or more than one,
-// matches.
+// NoMatchError is Resolve's error when no session matches.
 type NoMatchError struct {
 	Query string
 }
 
 func (e *NoMatchError) Error() string { return fmt.Sprintf("no session matching %q", e.Query) }
+
+// AmbiguousError is Resolve's error when the prefix begins more than one
+// session's id: Candidates are those sessions (newest first, without
+// messages), Short their ids as shown.
+type AmbiguousError struct {
+	Query      string
+	Candidates []Record
+	Short      map[string]string
+}
+
+// Error lists the candidates, one a line, each with the id that names it.
+func (e *AmbiguousError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "session id %q is ambiguous: %d sessions match", e.Query, len(e.Candidates))
+	for _, r := range e.Candidates {
+		id := e.Short[r.ID]
+		if id == "" {
+			id = r.ID
+		}
+		fmt.Fprintf(&b, "\n  %s  %s  %s", id, r.UpdatedAt.Local().Format("2006-01-02 15:04"), termsafe.Name(r.Title))
+	}
+	return b.String()
+}
 
 func (s *Store) path(id string) string { return filepath.Join(s.Dir, id+".json") }
 
@@ -261,6 +284,26 @@ type summary struct {
 // whole. Files that do not parse are skipped; a missing directory is an
 // empty list.
 func (s *Store) List(limit int) ([]Record, error) {
+	ids, err := s.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var recs []Record
+	for _, id := range ids {
+		if rec, ok := s.summary(id); ok {
+			recs = append(recs, rec)
+		}
+	}
+	sortNewest(recs)
+	if limit > 0 && len(recs) > limit {
+		recs = recs[:limit]
+	}
+	return recs, nil
+}
+
+// IDs returns the ids of the saved sessions, in no order, from the file
+// names alone (nothing is read). A missing directory has none.
+func (s *Store) IDs() ([]string, error) {
 	entries, err := os.ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -268,33 +311,40 @@ func (s *Store) List(limit int) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	var recs []Record
+	var ids []string
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || !validID(id) || !e.Type().IsRegular() {
 			continue // temporary files start with a dot
 		}
-		data, err := os.ReadFile(filepath.Join(s.Dir, e.Name()))
-		if err != nil {
-			continue // removed meanwhile, unreadable: not a session we can resume
-		}
-		var sum summary
-		if json.Unmarshal(data, &sum) != nil || sum.ID != id {
-			continue
-		}
-		sum.Record.MessageCount = sum.Messages.n
-		recs = append(recs, sum.Record)
+		ids = append(ids, id)
 	}
+	return ids, nil
+}
+
+// summary reads the record id without its messages; false when it cannot
+// be read or does not parse (removed meanwhile, unreadable: not a session
+// that can be resumed).
+func (s *Store) summary(id string) (Record, bool) {
+	data, err := os.ReadFile(s.path(id))
+	if err != nil {
+		return Record{}, false
+	}
+	var sum summary
+	if json.Unmarshal(data, &sum) != nil || sum.ID != id {
+		return Record{}, false
+	}
+	sum.Record.MessageCount = sum.Messages.n
+	return sum.Record, true
+}
+
+func sortNewest(recs []Record) {
 	slices.SortFunc(recs, func(a, b Record) int {
 		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(b.ID, a.ID)
 	})
-	if limit > 0 && len(recs) > limit {
-		recs = recs[:limit]
-	}
-	return recs, nil
 }
 
 // Latest returns the newest session that ran in cwd, among the 100 newest.
@@ -311,8 +361,10 @@ func (s *Store) Latest(cwd string) (Record, error) {
 	return Record{}, ErrNoSessionHere
 }
 
-// Resolve finds a session by its exact id, else by a prefix that matches
-// exactly one of the 100 newest. Case does not matter.
+// Resolve finds a session by its exact id, else by a prefix of exactly
+// one saved session's id (any length, all sessions searched: the names of
+// the files, nothing read). Case and surrounding space do not matter. No
+// match is a *NoMatchError; more than one an *AmbiguousError naming them.
 func (s *Store) Resolve(query string) (Record, error) {
 	q := strings.ToLower(strings.TrimSpace(query))
 	if validID(q) {
@@ -324,21 +376,77 @@ func (s *Store) Resolve(query string) (Record, error) {
 	if q == "" || strings.Trim(q, "0123456789abcdef-") != "" {
 		return Record{}, &NoMatchError{Query: query}
 	}
-	recs, err := s.List(recent)
+	ids, err := s.IDs()
 	if err != nil {
 		return Record{}, err
 	}
-	var match string
-	for _, r := range recs {
-		if strings.HasPrefix(r.ID, q) {
-			if match != "" {
-				return Record{}, &NoMatchError{Query: query} // ambiguous
-			}
-			match = r.ID
+	var matches []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, q) {
+			matches = append(matches, id)
 		}
 	}
-	if match == "" {
+	switch len(matches) {
+	case 0:
 		return Record{}, &NoMatchError{Query: query}
+	case 1:
+		return s.Load(matches[0])
 	}
-	return s.Load(match)
+	amb := &AmbiguousError{Query: query, Short: Abbrev(ids)}
+	for _, id := range matches {
+		rec, ok := s.summary(id)
+		if !ok {
+			rec = Record{ID: id, Title: "(unreadable)"}
+		}
+		amb.Candidates = append(amb.Candidates, rec)
+	}
+	sortNewest(amb.Candidates)
+	return Record{}, amb
+}
+
+// MinAbbrev is the fewest characters of a shown session id.
+const MinAbbrev = 8
+
+// Abbrev returns, for each of ids, the shortest prefix of it that is a
+// prefix of no other of ids, and at least MinAbbrev characters long, as
+// git abbreviates hashes. Ids are time-ordered, so sessions started
+// within the same minute share their first 8 characters and show more.
+func Abbrev(ids []string) map[string]string {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	common := func(a, b string) int {
+		n := 0
+		for n < len(a) && n < len(b) && a[n] == b[n] {
+			n++
+		}
+		return n
+	}
+	out := make(map[string]string, len(sorted))
+	for i, id := range sorted {
+		n := 0
+		if i > 0 {
+			n = max(n, common(sorted[i-1], id))
+		}
+		if i+1 < len(sorted) {
+			n = max(n, common(sorted[i+1], id))
+		}
+		n = min(max(n+1, MinAbbrev), len(id))
+		out[id] = id[:n]
+	}
+	return out
+}
+
+// Short is id as shown: its abbreviation among the saved sessions (id
+// itself counted though not saved yet). When the store cannot be listed
+// (or s is nil) it is the first MinAbbrev characters.
+func (s *Store) Short(id string) string {
+	if s == nil {
+		return id[:min(len(id), MinAbbrev)]
+	}
+	ids, err := s.IDs()
+	if err != nil {
+		return id[:min(len(id), MinAbbrev)]
+	}
+	return Abbrev(append(ids, id))[id]
 }

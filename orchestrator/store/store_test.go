@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -314,15 +316,16 @@ func TestResolve(t *testing.T) {
 		put(t, s, Record{ID: id, UpdatedAt: t0.Add(time.Duration(i) * time.Minute), Messages: conversation()})
 	}
 	tests := []struct {
-		query string
-		want  string // "" means no match
+		query     string
+		want      string   // "" means an error
+		ambiguous []string // the candidates of an ambiguous prefix, newest first
 	}{
 		{query: ids[1], want: ids[1]},
 		{query: "0197A3C2-2", want: ids[2]},
 		{query: "0197a3c2-112", want: ids[1]},
 		{query: " 0197a3c2-2222 ", want: ids[2]},
-		{query: "0197a3c2-11"},   // ambiguous
-		{query: "0197a3c2"},      // ambiguous
+		{query: "0197a3c2-11", ambiguous: []string{ids[1], ids[0]}},
+		{query: "0197a3c2", ambiguous: []string{ids[2], ids[1], ids[0]}},
 		{query: "ffff"},          // none
 		{query: ""},              // empty matches nothing
 		{query: "../0197a3c2-2"}, // not an id
@@ -332,24 +335,46 @@ func TestResolve(t *testing.T) {
 		t.Run(tt.query, func(t *testing.T) {
 			t.Parallel()
 			got, err := s.Resolve(tt.query)
-			if tt.want != "" {
+			switch {
+			case tt.want != "":
 				if err != nil || got.ID != tt.want || len(got.Messages) != 4 {
 					t.Errorf("Resolve(%q) = %s (%d messages), %v; want %s", tt.query, got.ID, len(got.Messages), err, tt.want)
 				}
-				return
-			}
-			var nm *NoMatchError
-			if !errors.As(err, &nm) {
-				t.Fatalf("Resolve(%q) = %s, %v; want no match", tt.query, got.ID, err)
-			}
-			if want := `no session matching "` + tt.query + `"`; err.Error() != want {
-				t.Errorf("error %q, want %q", err, want)
+			case tt.ambiguous != nil:
+				var amb *AmbiguousError
+				if !errors.As(err, &amb) {
+					t.Fatalf("Resolve(%q) = %s, %v; want ambiguous", tt.query, got.ID, err)
+				}
+				var cand []string
+				for _, r := range amb.Candidates {
+					cand = append(cand, r.ID)
+				}
+				if !slices.Equal(cand, tt.ambiguous) {
+					t.Errorf("candidates %v, want %v", cand, tt.ambiguous)
+				}
+				msg := err.Error()
+				if !strings.HasPrefix(msg, `session id "`+tt.query+`" is ambiguous`) {
+					t.Errorf("error %q does not say the prefix is ambiguous", msg)
+				}
+				for _, id := range tt.ambiguous {
+					if !strings.Contains(msg, "\n  "+amb.Short[id]+"  ") || amb.Short[id] == "" {
+						t.Errorf("error %q does not list %s as %q", msg, id, amb.Short[id])
+					}
+				}
+			default:
+				var nm *NoMatchError
+				if !errors.As(err, &nm) {
+					t.Fatalf("Resolve(%q) = %s, %v; want no match", tt.query, got.ID, err)
+				}
+				if want := `no session matching "` + tt.query + `"`; err.Error() != want {
+					t.Errorf("error %q, want %q", err, want)
+				}
 			}
 		})
 	}
 }
 
-func TestResolveExactIDBeyondTheHundredNewest(t *testing.T) {
+func TestResolvePrefixBeyondTheHundredNewest(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	old := Record{ID: NewID(), UpdatedAt: t0}
@@ -360,9 +385,80 @@ func TestResolveExactIDBeyondTheHundredNewest(t *testing.T) {
 	if got, err := s.Resolve(old.ID); err != nil || got.ID != old.ID {
 		t.Errorf("exact id: %s, %v", got.ID, err)
 	}
-	var nm *NoMatchError
-	if _, err := s.Resolve(old.ID[:30]); !errors.As(err, &nm) {
-		t.Errorf("a prefix of the 101st newest resolved: %v", err)
+	// The shown id is unique among all saved sessions, so it must resolve
+	// however old the session is.
+	short := s.Short(old.ID)
+	if got, err := s.Resolve(short); err != nil || got.ID != old.ID {
+		t.Errorf("shown id %s of the 101st newest: %s, %v", short, got.ID, err)
+	}
+}
+
+func TestAbbrev(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		ids  []string
+		want map[string]string
+	}{
+		{"alone: 8 characters", []string{"0197a3c2-1111-7000-8000-000000000001"},
+			map[string]string{"0197a3c2-1111-7000-8000-000000000001": "0197a3c2"}},
+		{"different clocks: 8 characters", []string{"0197a3c2-1111-7000-8000-000000000001", "0197a3c3-1111-7000-8000-000000000001"},
+			map[string]string{"0197a3c2-1111-7000-8000-000000000001": "0197a3c2", "0197a3c3-1111-7000-8000-000000000001": "0197a3c3"}},
+		{"same first 8: past the dash", []string{
+			"0197a3c2-1111-7000-8000-000000000001",
+			"0197a3c2-1122-7000-8000-000000000002",
+			"0197a3c2-2222-7000-8000-000000000003",
+		}, map[string]string{
+			"0197a3c2-1111-7000-8000-000000000001": "0197a3c2-111",
+			"0197a3c2-1122-7000-8000-000000000002": "0197a3c2-112",
+			"0197a3c2-2222-7000-8000-000000000003": "0197a3c2-2",
+		}},
+		{"same millisecond: into the random bits", []string{
+			"0197a3c2-1111-7abc-8000-000000000001",
+			"0197a3c2-1111-7abd-8000-000000000002",
+		}, map[string]string{
+			"0197a3c2-1111-7abc-8000-000000000001": "0197a3c2-1111-7abc",
+			"0197a3c2-1111-7abd-8000-000000000002": "0197a3c2-1111-7abd",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Abbrev(tt.ids); !maps.Equal(got, tt.want) {
+				t.Errorf("Abbrev = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestShortIDsOfSessionsMadeTogetherAreUniqueAndResolve(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	var ids []string
+	for range 50 { // all within a few milliseconds: one clock prefix
+		rec := Record{ID: NewID(), Messages: conversation()}
+		put(t, s, rec)
+		ids = append(ids, rec.ID)
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		short := s.Short(id)
+		if len(short) < MinAbbrev || !strings.HasPrefix(id, short) || seen[short] {
+			t.Fatalf("Short(%s) = %q: not a unique prefix of at least %d", id, short, MinAbbrev)
+		}
+		seen[short] = true
+		if got, err := s.Resolve(short); err != nil || got.ID != id {
+			t.Errorf("Resolve(%s) = %s, %v; want %s", short, got.ID, err, id)
+		}
+	}
+	// 50 ids in far less than the 65 s one 8-character clock prefix lasts:
+	// at least two of a row share it.
+	i := 1
+	for i < len(ids) && ids[i][:8] != ids[i-1][:8] {
+		i++
+	}
+	if _, err := s.Resolve(ids[i][:8]); !errors.As(err, new(*AmbiguousError)) {
+		t.Errorf("the shared first 8 characters resolved: %v", err)
 	}
 }
 

@@ -442,7 +442,7 @@ func (m *Model) openSessionPicker(msg sessionsMsg) tea.Cmd {
 	}
 	pick := &picker{}
 	for i, r := range msg.recs {
-		pick.items = append(pick.items, pickItem{label: sessionLine(r, msg.counts[i])})
+		pick.items = append(pick.items, pickItem{label: sessionLine(r, msg.counts[i], msg.short, idWidth(msg))})
 	}
 	return m.openForm(&formModal{
 		title: "Resume which session?",
@@ -451,9 +451,28 @@ func (m *Model) openSessionPicker(msg sessionsMsg) tea.Cmd {
 	})
 }
 
-// sessionLine describes a saved session: id, date, messages, title.
-func sessionLine(r store.Record, n int) string {
-	return fmt.Sprintf("%s  %s  %dmsg  %s", r.ID[:8], r.UpdatedAt.Local().Format("2006-01-02 15:04"), n, clean(r.Title))
+// sessionLine describes a saved session: its id as shown (padded to w),
+// date, messages, title.
+func sessionLine(r store.Record, n int, short map[string]string, w int) string {
+	return fmt.Sprintf("%-*s  %s  %dmsg  %s", w, shownID(r.ID, short), r.UpdatedAt.Local().Format("2006-01-02 15:04"), n, clean(r.Title))
+}
+
+// shownID is id's abbreviation in short, else its first store.MinAbbrev
+// characters.
+func shownID(id string, short map[string]string) string {
+	if s, ok := short[id]; ok {
+		return s
+	}
+	return id[:min(len(id), store.MinAbbrev)]
+}
+
+// idWidth is the width of the longest id msg shows.
+func idWidth(msg sessionsMsg) int {
+	w := 0
+	for _, r := range msg.recs {
+		w = max(w, len(shownID(r.ID, msg.short)))
+	}
+	return w
 }
 
 func (m *Model) cmdSave(string) tea.Cmd { return m.rt.save() }
@@ -499,7 +518,7 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 		}
 		var b strings.Builder
 		for i, r := range msg.recs {
-			b.WriteString(sessionLine(r, msg.counts[i]) + "\n")
+			b.WriteString(sessionLine(r, msg.counts[i], msg.short, idWidth(msg)) + "\n")
 		}
 		body := strings.TrimRight(b.String(), "\n")
 		if body == "" {
@@ -512,9 +531,10 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		m.sessionID = msg.rec.ID // the session's checkpoints follow it (Resume)
+		m.shortID = msg.short
 		m.stats = m.rt.stats()
 		m.replay(m.rt.sess.Messages())
-		m.printInfo(fmt.Sprintf("resumed %s: %d messages - %s", msg.rec.ID[:8], msg.n, msg.rec.Title))
+		m.printInfo(fmt.Sprintf("resumed %s: %d messages - %s", msg.short, msg.n, msg.rec.Title))
 	case savedMsg:
 		switch {
 		case msg.err != nil:
@@ -526,6 +546,7 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 		}
 	case clearedMsg:
 		m.sessionID = msg.id
+		m.shortID = msg.short
 		m.stats = m.rt.stats()
 		m.printed = false
 		// Wipe the screen and the scrollback, then the header shows again.

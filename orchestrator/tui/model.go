@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ type Model struct {
 	configured    bool
 	stats         stats
 	sessionID     string
+	shortID       string // sessionID as shown: unique among the saved (store.Abbrev)
 	resumed       int
 	replayPending bool // the resumed conversation is printed once the width is known
 
@@ -99,6 +101,7 @@ type sandboxBox struct {
 	total *sandbox.Total
 	info  sandbox.Info
 	err   string
+	fix   string // what to do about err (sandboxFix)
 }
 
 // fileIndex is the @ picker's list of files, walked on first use.
@@ -147,6 +150,7 @@ func newModel(rt *runtime, opts Options, st styles) *Model {
 	if rt.sess != nil {
 		m.stats = rt.stats()
 		m.sessionID = rt.sess.Saved().ID
+		m.shortID = opts.Store.Short(m.sessionID)
 		m.todos = rt.sess.Todos().Items()
 		m.mcp = rt.sess.MCPStatus()
 		m.notes = -1
@@ -376,10 +380,10 @@ func (m *Model) printError(text string) {
 // sandboxReady records the end of the sandbox's start.
 func (m *Model) sandboxReady(msg sandboxMsg) {
 	if msg.err != nil {
-		m.box.phase, m.box.err = "failed", msg.err.Error()
+		m.box.phase, m.box.err, m.box.fix = "failed", msg.err.Error(), sandboxFix(msg.err)
 		if m.printed {
 			m.printError("the sandbox did not start: " + m.box.err)
-			m.printInfo(sandboxFix)
+			m.printInfo(m.box.fix)
 		}
 		return
 	}
@@ -389,8 +393,17 @@ func (m *Model) sandboxReady(msg sandboxMsg) {
 	}
 }
 
-// sandboxFix is what to do when the sandbox cannot start.
-const sandboxFix = "fix: start Docker (or point DOCKER_HOST at an engine) and restart shiro, or run shiro --no-sandbox; bash, grep and git fail until then"
+// sandboxFix is what to do when the sandbox cannot start: the fix the
+// error names for its cause (an unreachable engine says why: permission on
+// the socket, no socket, a remote that refused, TLS), else start Docker.
+func sandboxFix(err error) string {
+	fix := "start Docker (or point DOCKER_HOST at an engine)"
+	var f interface{ FixText() string }
+	if errors.As(err, &f) {
+		fix = f.FixText()
+	}
+	return "fix: " + fix + ", then restart shiro; or run shiro --no-sandbox (commands then run on this machine, unconfined); bash, grep and git fail until then"
+}
 
 // submit handles an entered line: queued while a turn runs, else run.
 func (m *Model) submit(text string) tea.Cmd {

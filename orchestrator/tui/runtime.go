@@ -2,8 +2,6 @@ package tui
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -89,19 +87,21 @@ type (
 	sessionsMsg struct {
 		recs   []store.Record
 		counts []int
-		pick   bool // /resume with no id: offer them in a picker
+		short  map[string]string // each id as shown (store.Abbrev)
+		pick   bool              // /resume with no id: offer them in a picker
 		err    error
 	}
 	resumedMsg struct {
-		rec store.Record
-		n   int
-		err error
+		rec   store.Record
+		short string // rec.ID as shown
+		n     int
+		err   error
 	}
 	savedMsg struct {
 		id  string
 		err error
 	}
-	clearedMsg       struct{ id string }
+	clearedMsg       struct{ id, short string }
 	todosMsg         struct{ items []sessiontools.Todo }
 	subagentMsg      struct{ ev sessiontools.SubagentEvent }
 	mcpMsg           struct{ servers []mcp.ServerStatus }
@@ -420,23 +420,24 @@ func (rt *runtime) listSessions(pick bool) tea.Cmd {
 		for i, r := range recs {
 			counts[i] = r.MessageCount
 		}
-		return sessionsMsg{recs: recs, counts: counts, pick: pick}
+		ids, err := st.IDs()
+		if err != nil {
+			return sessionsMsg{err: err}
+		}
+		return sessionsMsg{recs: recs, counts: counts, short: store.Abbrev(ids), pick: pick}
 	}
 }
 
 // resume loads a session by id or prefix and makes it this one.
 func (rt *runtime) resume(query string) tea.Cmd {
+	st := rt.app.opts.Store
 	return func() tea.Msg {
 		rec, err := rt.sess.Resume(query)
 		if err != nil {
-			var nm *store.NoMatchError
-			if errors.As(err, &nm) {
-				return resumedMsg{err: fmt.Errorf("no session matches %q (or more than one does)", query)}
-			}
-			return resumedMsg{err: err}
+			return resumedMsg{err: err} // no match, or the candidates of an ambiguous prefix
 		}
 		rt.app.post(todosMsg{items: rt.sess.Todos().Items()})
-		return resumedMsg{rec: rec, n: len(rec.Messages)}
+		return resumedMsg{rec: rec, short: st.Short(rec.ID), n: len(rec.Messages)}
 	}
 }
 
@@ -450,12 +451,13 @@ func (rt *runtime) save() tea.Cmd {
 
 // clear starts a new, empty session record.
 func (rt *runtime) clear() tea.Cmd {
+	st := rt.app.opts.Store
 	return func() tea.Msg {
 		id, err := rt.sess.Clear()
 		if err != nil {
 			rt.app.post(noticeMsg{text: "saving the session failed: " + err.Error()})
 		}
-		return clearedMsg{id: id}
+		return clearedMsg{id: id, short: st.Short(id)}
 	}
 }
 

@@ -3,6 +3,7 @@ package tui
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -38,6 +39,12 @@ func TestSandboxStateInTheHeader(t *testing.T) {
 		if !strings.Contains(v, want) {
 			t.Errorf("failed state lacks %q:\n%s", want, v)
 		}
+	}
+	// An error that names its fix (an unreachable engine says why) has it
+	// shown instead of "start Docker".
+	f.send(sandboxMsg{err: fmt.Errorf("open: %w", fixedError{"add your user to the group docker"})})
+	if v := f.view(); !strings.Contains(v, "fix: add your user to the group docker") || strings.Contains(v, "start Docker") {
+		t.Errorf("the error's own fix is not shown:\n%s", v)
 	}
 	// Once the transcript has begun, the failure is printed too.
 	f.m.printInfo("x")
@@ -148,3 +155,9 @@ func TestAWorktreeAgentNamesItselfAndItsBranch(t *testing.T) {
 		t.Errorf("a session in the checkout names a worktree: %q", got)
 	}
 }
+
+// fixedError is an error that names its fix, as docker.UnreachableError.
+type fixedError struct{ fix string }
+
+func (e fixedError) Error() string   { return "permission denied on the socket" }
+func (e fixedError) FixText() string { return e.fix }

@@ -10,6 +10,7 @@ import (
 	"github.com/shiroagent/shiro/orchestrator"
 	"github.com/shiroagent/shiro/orchestrator/config"
 	"github.com/shiroagent/shiro/orchestrator/sessiontools"
+	"github.com/shiroagent/shiro/orchestrator/store"
 	"github.com/shiroagent/shiro/sandbox"
 	"github.com/shiroagent/shiro/tools"
 )
@@ -150,9 +151,9 @@ func (m *Model) headerView() string {
 	if m.configured {
 		model = m.stats.provider + "/" + m.stats.model
 	}
-	id := m.sessionID
-	if len(id) > 8 {
-		id = id[:8]
+	id := m.shortID
+	if id == "" {
+		id = m.sessionID[:min(len(m.sessionID), store.MinAbbrev)]
 	}
 	lines = append(lines,
 		cut(m.st.accent.Render("shiro "+m.opts.Version)+m.st.header.Render("  "+model+"  session "+id), w),
@@ -286,7 +287,7 @@ func (m *Model) sandboxLines() []string {
 	}
 	return []string{
 		m.st.errText.Render(ansi.Wrap("sandbox: failed - "+clean(b.err), w, "")),
-		m.st.header.Render(ansi.Wrap(sandboxFix, w, "")),
+		m.st.header.Render(ansi.Wrap(b.fix, w, "")),
 	}
 }
 

@@ -271,6 +271,18 @@ func (backend) Doctor(ctx context.Context, spec sandbox.Spec, r sandbox.Report) 
 	defer done()
 	spec.Opened = w
 	eng, err := Connect(ctx)
+	var unreachable *UnreachableError
+	if errors.As(err, &unreachable) {
+		why := unreachable.Why
+		if why == "" {
+			why = unreachable.Err.Error()
+		}
+		r.Fail("engine", "cannot reach the Docker engine at "+unreachable.Host+": "+why, unreachable.FixText())
+		for _, name := range []string{"image", "tools", "workspace"} {
+			r.Fail(name, "not checked: no engine", "")
+		}
+		return
+	}
 	if err != nil {
 		r.Fail("engine", err.Error(), "")
 		for _, name := range []string{"image", "tools", "workspace"} {

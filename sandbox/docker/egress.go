@@ -236,11 +236,15 @@ func (e *Engine) installTrust(ctx context.Context, id string, caPEM []byte, cmdU
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
-	err := tw.WriteHeader(&tar.Header{Name: "ca/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: owner, Gid: owner, ModTime: now})
+	store, err := sandbox.JavaTrustStore(bundle, now)
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox CA's trust store for Java: %w", err)
+	}
+	err = tw.WriteHeader(&tar.Header{Name: "ca/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: owner, Gid: owner, ModTime: now})
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{"ca/shiro-ca.pem", caPEM}, {"ca/bundle.pem", bundle}} {
+	}{{"ca/shiro-ca.pem", caPEM}, {"ca/bundle.pem", bundle}, {"ca/truststore.jks", store}, {"ca/wgetrc", sandbox.Wgetrc(trustDir + "/bundle.pem")}} {
 		if err == nil {
 			err = tw.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Uid: owner, Gid: owner, Size: int64(len(f.data)), ModTime: now})
 		}
@@ -257,5 +261,5 @@ func (e *Engine) installTrust(ctx context.Context, id string, caPEM []byte, cmdU
 	if err != nil {
 		return nil, fmt.Errorf("put the sandbox CA's certificate into %s: %w", short(id), err)
 	}
-	return sandbox.TrustEnv(trustDir + "/bundle.pem"), nil
+	return sandbox.TrustEnv(trustDir+"/bundle.pem", trustDir+"/truststore.jks", trustDir+"/wgetrc"), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -85,7 +84,8 @@ func Connect(ctx context.Context, opts ...ConnectOption) (*Engine, error) {
 		if why := lastError(); why != "" {
 			err = fmt.Errorf("%w (%s)", err, why)
 		}
-		return nil, &UnreachableError{Host: e.host, Err: err}
+		why, fix := diagnose(context.WithoutCancel(ctx), ep, err)
+		return nil, &UnreachableError{Host: e.host, Err: err, Why: why, Fix: fix}
 	}
 	return e, nil
 }
@@ -116,19 +116,3 @@ func (e *Engine) Local() bool { return strings.HasPrefix(e.host, "unix://") }
 
 // Close releases the client.
 func (e *Engine) Close() error { return e.api.Close() }
-
-// UnreachableError says which engine could not be reached and what to do.
-type UnreachableError struct {
-	Host string
-	Err  error
-}
-
-func (e *UnreachableError) Error() string {
-	dh := os.Getenv("DOCKER_HOST")
-	if dh == "" {
-		dh = "unset, so " + e.Host
-	}
-	return fmt.Sprintf("cannot reach the Docker engine (DOCKER_HOST=%s): %v. Start Docker or point DOCKER_HOST (or a docker context) at a running engine, or, only in a repository you trust, run with --no-sandbox: it gives up the isolation, so commands (and anything the repository makes them run) run on this machine as you.", dh, e.Err)
-}
-
-func (e *UnreachableError) Unwrap() []error { return []error{ErrEngineUnreachable, e.Err} }

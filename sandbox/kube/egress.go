@@ -92,5 +92,5 @@ mv -f %[1]s/bundle.new %[1]s/bundle.pem`, trustDir, strings.Join(sys, " "))
 	if err != nil {
 		return nil, fmt.Errorf("put the sandbox CA's certificate into the pod: %w", err)
 	}
-	return sandbox.TrustEnv(trustDir + "/bundle.pem"), nil
+	return sandbox.TrustEnv(trustDir+"/bundle.pem", "", ""), nil
 }

@@ -176,7 +176,7 @@ func (c *Conn[C, T]) egressEnv(ctx context.Context) (env []string, release func(
 	}
 	caller, _ := sandbox.CallerFrom(ctx)
 	token, release := c.b.Egress.Register(caller)
-	return append(sandbox.ProxyEnv(tun.Port(), token, host), tun.Trust()...), release
+	return sandbox.JoinEnv(append(sandbox.ProxyEnv(tun.Port(), token, host), tun.Trust()...)), release
 }
 
 // Run runs cmd on a working channel, with the proxy environment in ask

@@ -32,6 +32,11 @@ func NewCmdSessions(f *Factory) *cobra.Command {
 				fmt.Fprintln(f.Out, "No saved sessions.")
 				return nil
 			}
+			ids, err := st.IDs()
+			if err != nil {
+				return err
+			}
+			short := store.Abbrev(ids) // unique among all saved, not only the listed
 			tw := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tUPDATED\tMESSAGES\tDIRECTORY\tTITLE")
 			for _, r := range recs {
@@ -39,7 +44,7 @@ func NewCmdSessions(f *Factory) *cobra.Command {
 				if r.Worktree != "" {
 					dir = "agent " + termsafe.Name(r.Worktree) + " (" + termsafe.Name(r.Branch) + ")"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.ID[:8], ago(r.UpdatedAt), r.MessageCount, dir, r.Title)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", short[r.ID], ago(r.UpdatedAt), r.MessageCount, dir, termsafe.Name(r.Title))
 			}
 			return tw.Flush()
 		},

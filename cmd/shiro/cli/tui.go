@@ -143,6 +143,6 @@ func runTUI(ctx context.Context, f *Factory, opts *RunOptions) error {
 		fmt.Fprintln(f.Out, "Bye.")
 		return nil
 	}
-	fmt.Fprintf(f.Out, "Saved %d message(s): %q\nResume with: shiro -c   or   shiro -r %s\n", res.Messages, res.Title, res.SessionID[:8])
+	fmt.Fprintf(f.Out, "Saved %d message(s): %q\nResume with: shiro -c   or   shiro -r %s\n", res.Messages, res.Title, (&store.Store{Dir: paths.SessionsDir()}).Short(res.SessionID))
 	return nil
 }
