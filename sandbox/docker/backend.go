@@ -277,7 +277,8 @@ func (backend) Doctor(ctx context.Context, spec sandbox.Spec, r sandbox.Report) 
 		if why == "" {
 			why = unreachable.Err.Error()
 		}
-		r.Fail("engine", "cannot reach the Docker engine at "+unreachable.Host+": "+why, unreachable.FixText())
+		r.Fail("engine", "cannot reach the Docker engine at "+unreachable.Host+" (DOCKER_HOST="+unreachable.hostSetting()+"): "+why,
+			unreachable.FixText()+"; or, only in a repository you trust, run with --no-sandbox (it gives up the isolation: commands run on this machine as you)")
 		for _, name := range []string{"image", "tools", "workspace"} {
 			r.Fail(name, "not checked: no engine", "")
 		}

@@ -30,15 +30,21 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	dh := os.Getenv("DOCKER_HOST")
-	if dh == "" {
-		dh = "unset, so " + e.Host
-	}
+	dh := e.hostSetting()
 	why := e.Why
 	if why == "" {
 		why = e.Err.Error()
 	}
 	return fmt.Sprintf("cannot reach the Docker engine (DOCKER_HOST=%s): %s. Fix: %s. Or, only in a repository you trust, run with --no-sandbox: it gives up the isolation, so commands (and anything the repository makes them run) run on this machine as you.", dh, why, e.FixText())
+}
+
+// hostSetting is DOCKER_HOST as the user set it, or what its absence
+// means.
+func (e *UnreachableError) hostSetting() string {
+	if dh := os.Getenv("DOCKER_HOST"); dh != "" {
+		return dh
+	}
+	return "unset, so " + e.Host
 }
 
 // FixText is the fix for the cause, or the general one when no cause was
